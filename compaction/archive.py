@@ -1,0 +1,218 @@
+"""Archive of everything a compaction removed from a live context.
+
+An entry holds whole original messages (``evicted``: summarized away; ``offloaded``: a tool
+result a reduction step cleared or truncated) or a folded previous summary
+(``previous_summary``). Each archived item keeps the message's ordinal, so
+:func:`replay` rebuilds the original sequence exactly, whatever order runs happened in.
+
+Backends implement :class:`ArchiveBackend` (three methods). Two ship here: in-memory
+(tests, one-shot use) and filesystem (one JSONL file per session, append-only). The
+service adds a database backend.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from .errors import ArchiveError, CompactionError
+from .messages import Message, canonical_json
+
+KINDS = ("evicted", "offloaded", "previous_summary")
+
+
+@dataclass
+class ArchivedItem:
+    message_id: str
+    ordinal: int | None          # None for engine-written text (a previous summary)
+    raw: dict                    # the message exactly as it was
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"message_id": self.message_id, "ordinal": self.ordinal, "raw": self.raw,
+                "tool_call_id": self.tool_call_id, "tool_name": self.tool_name}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ArchivedItem":
+        return cls(d["message_id"], d.get("ordinal"), d["raw"], d.get("tool_call_id"), d.get("tool_name"))
+
+
+@dataclass
+class ArchiveEntry:
+    id: str
+    session_id: str
+    kind: str
+    items: list[ArchivedItem]
+    run_id: str | None = None
+    created_at: float = field(default_factory=time.time)
+    note: str = ""
+    content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise CompactionError(f"unknown archive kind {self.kind!r}")
+        if not self.content_hash:
+            self.content_hash = items_hash(self.items)
+
+    @property
+    def size_chars(self) -> int:
+        return sum(len(canonical_json(i.raw)) for i in self.items)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "session_id": self.session_id, "kind": self.kind, "run_id": self.run_id,
+                "created_at": self.created_at, "note": self.note, "content_hash": self.content_hash,
+                "items": [i.to_dict() for i in self.items]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ArchiveEntry":
+        entry = cls(d["id"], d["session_id"], d["kind"], [ArchivedItem.from_dict(i) for i in d["items"]],
+                    d.get("run_id"), d.get("created_at", 0.0), d.get("note", ""), d.get("content_hash", ""))
+        if entry.content_hash != items_hash(entry.items):
+            raise ArchiveError(f"archive entry {entry.id} does not match its content hash")
+        return entry
+
+
+def items_hash(items: Iterable[ArchivedItem]) -> str:
+    h = hashlib.sha256()
+    for item in items:
+        h.update(canonical_json(item.raw).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def new_entry_id() -> str:
+    return "ar_" + uuid.uuid4().hex[:16]
+
+
+def item_for(message: Message, raw: dict | None = None, tool_name: str | None = None) -> ArchivedItem:
+    return ArchivedItem(message.id, message.ordinal if message.is_original else None,
+                        raw if raw is not None else message.raw, message.tool_call_id, tool_name)
+
+
+class ArchiveBackend(Protocol):
+    """Where archive entries live.
+
+    Contract: ``write`` is durable when it returns and never overwrites an entry;
+    ``entries`` returns a session's entries in write order; ``get`` raises ArchiveError
+    for an unknown id.
+    """
+
+    def write(self, entry: ArchiveEntry) -> str: ...
+
+    def entries(self, session_id: str) -> list[ArchiveEntry]: ...
+
+    def get(self, session_id: str, entry_id: str) -> ArchiveEntry: ...
+
+
+class MemoryArchive:
+    def __init__(self) -> None:
+        self._data: dict[str, list[ArchiveEntry]] = {}
+        self._lock = threading.Lock()
+
+    def write(self, entry: ArchiveEntry) -> str:
+        with self._lock:
+            bucket = self._data.setdefault(entry.session_id, [])
+            if any(e.id == entry.id for e in bucket):
+                raise ArchiveError(f"archive entry {entry.id} already exists")
+            bucket.append(entry)
+        return entry.id
+
+    def entries(self, session_id: str) -> list[ArchiveEntry]:
+        with self._lock:
+            return list(self._data.get(session_id, []))
+
+    def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
+        for e in self.entries(session_id):
+            if e.id == entry_id:
+                return e
+        raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
+
+
+class FileArchive:
+    """One append-only JSONL file per session under ``root``; each line is an entry."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def path(self, session_id: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id) or "session"
+        return self.root / f"{safe}.jsonl"
+
+    def write(self, entry: ArchiveEntry) -> str:
+        line = json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self._lock, open(self.path(entry.session_id), "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return entry.id
+
+    def entries(self, session_id: str) -> list[ArchiveEntry]:
+        p = self.path(session_id)
+        if not p.exists():
+            return []
+        out = []
+        with open(p, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append(ArchiveEntry.from_dict(json.loads(line)))
+                except (ValueError, KeyError) as exc:
+                    raise ArchiveError(f"{p}:{n}: unreadable archive line ({exc})") from exc
+        return out
+
+    def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
+        for e in self.entries(session_id):
+            if e.id == entry_id:
+                return e
+        raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
+
+
+def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[dict]:
+    """Rebuild the original message sequence from archive entries plus the live context.
+
+    A message a reduction step edited (truncated, cleared) appears edited in the live
+    context or in a later ``evicted`` entry; its untouched original is the *first*
+    ``offloaded`` item with its ordinal, and that wins. Raises ArchiveError when an
+    ordinal is missing or two unedited copies of one message disagree.
+    """
+    seen: dict[int, dict] = {}
+    originals: dict[int, dict] = {}
+    for entry in entries:
+        for item in entry.items:
+            if item.ordinal is None:
+                continue
+            if entry.kind == "offloaded":
+                originals.setdefault(item.ordinal, item.raw)
+            else:
+                _put(seen, item.ordinal, item.raw, originals)
+    for m in live:
+        if m.is_original:
+            if m.reduction is not None and m.ordinal not in originals:
+                raise ArchiveError(f"message {m.id} was reduced but its original is not in the archive")
+            _put(seen, m.ordinal, m.raw, originals)
+    for ordinal in originals:
+        seen.setdefault(ordinal, originals[ordinal])
+    if not seen:
+        return []
+    n = max(seen) + 1
+    missing = [i for i in range(n) if i not in seen]
+    if missing:
+        raise ArchiveError(f"replay is missing original message(s) at position(s) {missing[:10]}")
+    return [originals.get(i, seen[i]) for i in range(n)]
+
+
+def _put(seen: dict, ordinal: int, raw: dict, originals: dict) -> None:
+    prev = seen.get(ordinal)
+    if prev is not None and ordinal not in originals and canonical_json(prev) != canonical_json(raw):
+        raise ArchiveError(f"two different versions of original message {ordinal} in archive and context")
+    seen[ordinal] = raw

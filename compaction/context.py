@@ -1,0 +1,170 @@
+"""The live context of one conversation, with running token totals.
+
+Appending a message validates it against the session so far, tokenizes only that
+message (cached by content hash) and updates the totals, so the trigger check that
+follows reads numbers instead of recounting the history.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from .errors import SessionValidationError
+from .messages import (CallTracker, Message, Provenance, original_id, validate_message, validate_tools)
+from .tokens import CategoryTotals, MessageCounter, MessageTokens
+
+
+class LiveContext:
+    def __init__(self, counter: MessageCounter, tools: list[dict] | None = None, session_id: str = "session"):
+        self.session_id = session_id
+        self.counter = counter
+        self.tools = validate_tools(tools)
+        self.messages: list[Message] = []
+        self.tokens: list[MessageTokens] = []
+        self.totals = CategoryTotals()
+        self.tools_tokens = counter.count_tools(self.tools)
+        self.totals.values["tools"] = self.tools_tokens
+        self.tracker = CallTracker()
+        self.next_ordinal = 0
+        self.since_summary_tokens = 0
+        self.since_summary_messages = 0
+        self.last_message_at: float | None = None
+        self.compactions = 0
+        # Provider-reported prompt tokens next to our estimate for the same context.
+        self.calibration: list[tuple[int, int]] = []
+
+    # -- building ------------------------------------------------------------------
+    def append(self, raw: dict, at: float | None = None) -> Message:
+        index = self.next_ordinal
+        validate_message(raw, index)
+        self.tracker.feed(raw, index)
+        msg = Message(raw, original_id(index), Provenance.ORIGINAL, index)
+        self._push(msg, self.counter.count(msg))
+        self.next_ordinal += 1
+        self.last_message_at = time.time() if at is None else at
+        return msg
+
+    def extend(self, raws: Iterable[dict]) -> list[Message]:
+        """Append many; tokenizes them as one batch (fast initial load)."""
+        raws = list(raws)
+        msgs = []
+        for raw in raws:
+            index = self.next_ordinal + len(msgs)
+            validate_message(raw, index)
+            self.tracker.feed(raw, index)
+            msgs.append(Message(raw, original_id(index), Provenance.ORIGINAL, index))
+        for msg, tok in zip(msgs, self.counter.count_many(msgs)):
+            self._push(msg, tok)
+        self.next_ordinal += len(msgs)
+        if msgs:
+            self.last_message_at = time.time()
+        return msgs
+
+    def _push(self, msg: Message, tok: MessageTokens) -> None:
+        self.messages.append(msg)
+        self.tokens.append(tok)
+        self.totals.add(tok)
+        self.since_summary_tokens += tok.total
+        self.since_summary_messages += 1
+
+    def replace(self, messages: list[Message], *, summarized: bool) -> None:
+        """Install a compacted message list. Counts come from the cache (no re-tokenizing
+        of kept messages); the since-summary counters restart when a summary was written."""
+        self.messages = list(messages)
+        self.tokens = self.counter.count_many(self.messages)
+        totals = CategoryTotals()
+        for t in self.tokens:
+            totals.add(t)
+        totals.values["tools"] = self.tools_tokens
+        self.totals = totals
+        if summarized:
+            self.compactions += 1
+            self.since_summary_tokens = 0
+            self.since_summary_messages = 0
+            # messages after the newest summary still count as "since summary"
+            last = max((i for i, m in enumerate(self.messages) if m.is_engine_written), default=-1)
+            for m, t in zip(self.messages[last + 1:], self.tokens[last + 1:]):
+                if m.provenance is Provenance.ORIGINAL:
+                    self.since_summary_tokens += t.total
+                    self.since_summary_messages += 1
+
+    def record_usage(self, reported_prompt_tokens: int) -> float:
+        """Keep the provider's count of the current context beside ours; returns estimate/reported."""
+        est = self.total_tokens
+        self.calibration.append((est, reported_prompt_tokens))
+        return est / reported_prompt_tokens if reported_prompt_tokens else float("nan")
+
+    @property
+    def calibration_ratio(self) -> float | None:
+        if not self.calibration:
+            return None
+        est = sum(e for e, _ in self.calibration)
+        rep = sum(r for _, r in self.calibration)
+        return est / rep if rep else None
+
+    # -- reading -------------------------------------------------------------------
+    @property
+    def total_tokens(self) -> int:
+        return self.totals.total
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def render(self) -> list[dict]:
+        return render_messages(self.messages)
+
+    def check_whole(self) -> None:
+        """Full consistency check of the current context (tests and integrity reports)."""
+        check_tool_pairs(self.messages)
+
+
+def render_messages(messages: list[Message]) -> list[dict]:
+    """The OpenAI message list to send. A summary in 'system' injection mode is merged
+    into the first system message (or becomes one) instead of standing on its own."""
+    out: list[dict] = []
+    system_summaries = [m for m in messages if m.provenance is Provenance.SUMMARY and m.meta.get("injection") == "system"]
+    merged = False
+    for m in messages:
+        if m in system_summaries:
+            continue
+        if system_summaries and not merged and m.role in ("system", "developer"):
+            out.append(_merge_system(m.raw, system_summaries))
+            merged = True
+            continue
+        out.append(m.raw)
+    if system_summaries and not merged:
+        out.insert(0, {"role": "system", "content": "\n\n".join(_text(s.raw) for s in system_summaries)})
+    return out
+
+
+def _text(raw: dict) -> str:
+    c = raw.get("content")
+    return c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c or [] if p.get("type") == "text")
+
+
+def _merge_system(raw: dict, summaries: list[Message]) -> dict:
+    extra = "\n\n".join(_text(s.raw) for s in summaries)
+    content = raw.get("content")
+    new = dict(raw)
+    if isinstance(content, list):
+        new["content"] = list(content) + [{"type": "text", "text": extra}]
+    else:
+        new["content"] = (content or "") + "\n\n" + extra
+    return new
+
+
+def check_tool_pairs(messages: list[Message] | list[dict]) -> None:
+    """Raise SessionValidationError if any tool result is orphaned or a call is unanswered
+    before the end (the rule providers enforce)."""
+    tracker = CallTracker()
+    for i, m in enumerate(messages):
+        raw = m.raw if isinstance(m, Message) else m
+        tracker.feed(raw, i)
+
+
+def tool_pairs_ok(messages) -> bool:
+    try:
+        check_tool_pairs(messages)
+    except SessionValidationError:
+        return False
+    return True

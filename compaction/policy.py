@@ -1,0 +1,231 @@
+"""Compaction policy: one validated, JSON-serialisable object holding every setting.
+
+Every field carries a description (shown in the dashboard and ``--help`` output) and is
+validated on load; an invalid value raises :class:`compaction.errors.PolicyError` naming
+the dotted path of the field.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import PolicyError
+from .reduction.config import ReductionPolicy
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# -- triggers -------------------------------------------------------------------------
+
+class TokensCondition(_Strict):
+    kind: Literal["tokens"] = "tokens"
+    threshold: int = Field(gt=0, description="Fire when the context (messages + system + tool schemas) exceeds this many tokens.")
+
+
+class WindowFractionCondition(_Strict):
+    kind: Literal["window_fraction"] = "window_fraction"
+    fraction: float = Field(gt=0, le=1, description="Fire when the context exceeds this share of the usable window (window minus reserved output tokens).")
+
+
+class MessagesCondition(_Strict):
+    kind: Literal["messages"] = "messages"
+    threshold: int = Field(gt=0, description="Fire when the context holds more than this many messages.")
+
+
+class TokensSinceSummaryCondition(_Strict):
+    kind: Literal["tokens_since_summary"] = "tokens_since_summary"
+    threshold: int = Field(gt=0, description="Fire when messages added since the last summary exceed this many tokens.")
+
+
+class WindowFractionSinceSummaryCondition(_Strict):
+    kind: Literal["window_fraction_since_summary"] = "window_fraction_since_summary"
+    fraction: float = Field(gt=0, le=1, description="Fire when tokens added since the last summary exceed this share of the window.")
+
+
+class MessagesSinceSummaryCondition(_Strict):
+    kind: Literal["messages_since_summary"] = "messages_since_summary"
+    threshold: int = Field(gt=0, description="Fire when more than this many messages were added since the last summary.")
+
+
+class IdleCondition(_Strict):
+    kind: Literal["idle_seconds"] = "idle_seconds"
+    seconds: float = Field(gt=0, description="Fire when the last message is older than this many seconds at check time.")
+
+
+class AnyCondition(_Strict):
+    kind: Literal["any"] = "any"
+    conditions: list["Condition"] = Field(min_length=1, description="Fires when at least one of these fires.")
+
+
+class AllCondition(_Strict):
+    kind: Literal["all"] = "all"
+    conditions: list["Condition"] = Field(min_length=1, description="Fires when every one of these fires.")
+
+
+Condition = Annotated[
+    Union[TokensCondition, WindowFractionCondition, MessagesCondition, TokensSinceSummaryCondition,
+          WindowFractionSinceSummaryCondition, MessagesSinceSummaryCondition, IdleCondition,
+          AnyCondition, AllCondition],
+    Field(discriminator="kind"),
+]
+AnyCondition.model_rebuild()
+AllCondition.model_rebuild()
+
+
+# -- cut ---------------------------------------------------------------------------------
+
+class CutPolicy(_Strict):
+    keep_messages: int = Field(6, ge=0, description="At most this many recent messages stay verbatim after a summary.")
+    keep_fraction: float = Field(0.25, ge=0, le=1, description="The kept tail may use at most this share of the window in tokens; the smaller of the two bounds wins.")
+    search: Literal["forward", "backward"] = Field("forward", description="Where to look for a safe cut from the target: 'forward' keeps fewer messages (bounds are ceilings), 'backward' keeps more (Sagents).")
+    user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
+    min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")
+
+
+# -- summarizer --------------------------------------------------------------------------
+
+class RetryPolicy(_Strict):
+    max_retries: int = Field(3, ge=0, le=20, description="Retries per model after the first attempt.")
+    backoff_base: float = Field(1.0, ge=0, description="First backoff in seconds; doubles each retry.")
+    backoff_cap: float = Field(30.0, ge=0, description="Upper bound of one backoff in seconds.")
+    jitter: float = Field(0.5, ge=0, le=1, description="Random share added to or removed from each backoff (0.5 = ±50%).")
+
+
+class SummarizerPolicy(_Strict):
+    model: str | None = Field(None, description="litellm model string for summaries. Empty means the offline extractive summarizer (no LLM).")
+    failover_models: list[str] = Field(default_factory=list, description="Models tried in order when the primary model keeps failing.")
+    api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible server (llama.cpp, vLLM, a proxy).")
+    api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key (keys are never stored in policies).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Extra litellm.completion parameters (temperature, max_tokens...).")
+    timeout_seconds: float = Field(120.0, gt=0, description="Timeout of one summary request.")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    prompt: str | None = Field(None, description="Custom user prompt; must contain {conversation_text}; may use {previous_summary} and {max_summary_words}.")
+    system_prompt: str | None = Field(None, description="Optional separate system message for the summarizer; must not contain {conversation_text}.")
+    max_summary_words: int = Field(600, ge=0, description="Word budget given to the summarizer (0 = no limit stated).")
+    context_window: int | None = Field(None, gt=0, description="Window of the summarizer model; default from litellm's table or the policy's fallback.")
+    input_share: float = Field(0.6, gt=0, le=1, description="The summarizer input may use at most this share of the summarizer's window; largest tool outputs are clipped first.")
+    input_strategy: Literal["clip_largest", "keep_last"] = Field("clip_largest", description="How to fit the input: clip the largest tool outputs first, or keep only the most recent tokens (LangChain).")
+    input_max_tokens: int | None = Field(None, gt=0, description="Absolute cap on summarizer input tokens (overrides input_share when smaller).")
+    strip_thinking: bool = Field(True, description="Remove <think>/<analysis> preambles from the returned summary.")
+    require_shrink: bool = Field(True, description="Reject a summary that is not smaller than what it replaces.")
+
+    @field_validator("prompt")
+    @classmethod
+    def _check_prompt(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from .summarizer.prompts import validate_prompt  # noqa: PLC0415
+
+        validate_prompt(v)
+        return v
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _check_system_prompt(cls, v: str | None) -> str | None:
+        if v is not None and "{conversation_text}" in v:
+            raise ValueError("the system prompt must not contain {conversation_text}; keep the conversation in the user prompt")
+        return v
+
+
+# -- finalize ----------------------------------------------------------------------------
+
+class SkillsPolicy(_Strict):
+    enabled: bool = Field(False, description="Re-insert the output of loaded skills after a summary.")
+    tool_name: str = Field("skill", description="Name of the tool that loads skills.")
+    max_skills: int = Field(5, ge=0, description="Most recent skills kept (0 disables).")
+    max_tokens_per_skill: int = Field(5000, ge=0, description="Each kept skill is truncated to this many tokens.")
+    token_budget: int = Field(25000, ge=0, description="Total tokens for all kept skills.")
+
+
+class FinalizePolicy(_Strict):
+    injection: Literal["user", "system"] = Field("user", description="'user': the summary is a marked user turn plus an assistant acknowledgement; 'system': merged into the system message.")
+    acknowledgement: bool = Field(True, description="Add the short assistant acknowledgement after a user-mode summary (keeps roles alternating).")
+    preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span.")
+    preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window).")
+    skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
+    archive_hint: bool = Field(True, description="Name the archive entry in the summary so the agent can recover originals.")
+    language: str = Field("en", description="Language of the texts the engine writes into a context.")
+
+
+# -- the policy --------------------------------------------------------------------------
+
+class Policy(_Strict):
+    name: str = Field("custom", description="Label shown in reports.")
+    description: str = Field("", description="What this policy is for.")
+    model: str | None = Field(None, description="The agent's model: sets the tokenizer and the context window.")
+    context_window: int | None = Field(None, gt=0, description="Window override in tokens (wins over litellm's table).")
+    fallback_context_window: int = Field(128_000, gt=0, description="Window used when the model is unknown to litellm.")
+    reserved_output_tokens: int = Field(0, ge=0, description="Room left for the model's own output; fractions of the window apply to the window minus this.")
+    counter: Literal["tiktoken", "approx"] = Field("tiktoken", description="'tiktoken': exact counts; 'approx': characters / chars_per_token.")
+    encoding: str | None = Field(None, description="tiktoken encoding override (o200k_base, cl100k_base, p50k_base).")
+    chars_per_token: float = Field(4.0, gt=0, description="Divisor of the approximate counter.")
+    trigger: Condition = Field(default_factory=lambda: WindowFractionCondition(fraction=0.8), description="When to summarize.")
+    summarize: bool = Field(True, description="Summarize with an LLM when the trigger fires (off: reduction and tailoring only).")
+    cut: CutPolicy = Field(default_factory=CutPolicy)
+    summarizer: SummarizerPolicy = Field(default_factory=SummarizerPolicy)
+    finalize: FinalizePolicy = Field(default_factory=FinalizePolicy)
+    reduction: ReductionPolicy = Field(default_factory=ReductionPolicy)
+    pin_first_user_message: bool = Field(False, description="Never evict the first user message (the task statement).")
+
+    @model_validator(mode="after")
+    def _check_encoding(self) -> "Policy":
+        if self.encoding and self.encoding not in ("o200k_base", "cl100k_base", "p50k_base"):
+            raise ValueError(f"unknown encoding {self.encoding!r}; offline encodings are o200k_base, cl100k_base, p50k_base")
+        return self
+
+    # -- loading -------------------------------------------------------------------
+    @classmethod
+    def load(cls, data: dict | str | "Policy") -> "Policy":
+        """Build from a dict or JSON text, raising PolicyError that names the bad field."""
+        if isinstance(data, Policy):
+            return data
+        try:
+            if isinstance(data, str):
+                return cls.model_validate_json(data)
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise policy_error(exc) from None
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Policy":
+        """Apply ``{"dotted.path": value}`` overrides and re-validate the whole policy."""
+        data = self.model_dump(mode="json")
+        for path, value in overrides.items():
+            set_dotted(data, path, value)
+        return Policy.load(data)
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def policy_error(exc: ValidationError) -> PolicyError:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union")))
+    msg = first["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return PolicyError(msg, field=loc or None)
+
+
+def set_dotted(data: dict, path: str, value: Any) -> None:
+    parts = path.split(".")
+    node = data
+    for i, key in enumerate(parts[:-1]):
+        if not isinstance(node, dict) or key not in node:
+            raise PolicyError("no such setting", field=".".join(parts[: i + 1]))
+        if node[key] is None:
+            node[key] = {}
+        node = node[key]
+    if not isinstance(node, dict) or parts[-1] not in node:
+        if not (isinstance(node, dict) and parts[-1] in _optional_keys(node)):
+            raise PolicyError("no such setting", field=path)
+    node[parts[-1]] = value
+
+
+def _optional_keys(node: dict) -> set:
+    return set(node)

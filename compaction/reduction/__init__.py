@@ -1,0 +1,1 @@
+"""Tool-output reduction: truncation on arrival, clearing before a model call, passes."""

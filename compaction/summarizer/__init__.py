@@ -1,0 +1,1 @@
+"""Summary generation (owned by the summarizer work; see prompts.py for placeholders)."""

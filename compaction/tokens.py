@@ -1,0 +1,259 @@
+"""Token accounting.
+
+Counting rule (documented in README, "Token accounting"):
+- every message costs ``MESSAGE_OVERHEAD`` (3) tokens of framing, plus 1 if it has a ``name``;
+- text (string content, text and refusal parts) is encoded with the model's tiktoken
+  encoding, ``encode_ordinary`` (special-token text is counted as plain text);
+- each tool call costs ``TOOL_CALL_OVERHEAD`` (3) plus its function name and its arguments string;
+- images follow :mod:`compaction.images`; audio/file parts cost their base64 length / 4;
+- tool schemas cost the encoded compact JSON of each function plus ``TOOL_SCHEMA_OVERHEAD``.
+
+Counts are cached by content hash, so a message is tokenized once however often it is
+counted (the cache is shared by every counter using the same encoding).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+from . import _env  # noqa: F401  (sets TIKTOKEN_CACHE_DIR before tiktoken loads)
+from .images import image_tokens
+from .messages import Message, Provenance, canonical_json, content_hash
+
+MESSAGE_OVERHEAD = 3
+NAME_OVERHEAD = 1
+TOOL_CALL_OVERHEAD = 3
+TOOL_SCHEMA_OVERHEAD = 10
+
+CATEGORIES = ("system", "tools", "user", "assistant", "tool_calls", "tool_results", "summary")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTokens:
+    total: int
+    by_category: dict = field(default_factory=dict)
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of texts, messages and tool schemas."""
+
+    name: str
+
+    def count_text(self, text: str) -> int: ...
+
+    def count_texts(self, texts: list[str]) -> list[int]: ...
+
+
+def encoding_for_model(model: str | None) -> str:
+    """o200k_base for the gpt-4o / 4.1 / 5 / o-series family, cl100k_base otherwise."""
+    if not model:
+        return "o200k_base"
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")):
+        return "o200k_base"
+    return "cl100k_base"
+
+
+class TiktokenCounter:
+    """Exact counts with a tiktoken encoding (offline through litellm's bundled files)."""
+
+    def __init__(self, encoding: str = "o200k_base"):
+        import tiktoken  # noqa: PLC0415
+
+        self.name = encoding
+        self._enc = tiktoken.get_encoding(encoding)
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._enc.encode_ordinary(text))
+
+    def count_texts(self, texts: list[str]) -> list[int]:
+        if len(texts) < 8:
+            return [self.count_text(t) for t in texts]
+        return [len(ids) for ids in self._enc.encode_ordinary_batch(texts, num_threads=4)]
+
+
+class CharCounter:
+    """Approximate counter: ceil(characters / chars_per_token). Fast, model-agnostic."""
+
+    def __init__(self, chars_per_token: float = 4.0):
+        if chars_per_token <= 0:
+            raise ValueError("chars_per_token must be positive")
+        self.chars_per_token = chars_per_token
+        self.name = f"chars/{chars_per_token:g}"
+
+    def count_text(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token) if text else 0
+
+    def count_texts(self, texts: list[str]) -> list[int]:
+        return [self.count_text(t) for t in texts]
+
+
+def make_counter(kind: str = "tiktoken", *, model: str | None = None, encoding: str | None = None,
+                 chars_per_token: float = 4.0) -> TokenCounter:
+    if kind == "approx":
+        return CharCounter(chars_per_token)
+    if kind != "tiktoken":
+        raise ValueError(f"unknown counter {kind!r} (expected 'tiktoken' or 'approx')")
+    enc = encoding or encoding_for_model(model)
+    cached = _COUNTERS.get(enc)
+    if cached is None:
+        cached = _COUNTERS[enc] = TiktokenCounter(enc)
+    return cached
+
+
+_COUNTERS: dict[str, TiktokenCounter] = {}
+
+
+# -- message-level accounting -------------------------------------------------------
+
+def _pieces(raw: dict) -> tuple[list[tuple[str, str]], int]:
+    """(category, text) pieces of a message plus the fixed tokens it costs beyond them."""
+    role = raw.get("role")
+    cat = {"system": "system", "developer": "system", "user": "user",
+           "assistant": "assistant", "tool": "tool_results"}.get(role, "user")
+    pieces: list[tuple[str, str]] = []
+    fixed = MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)
+    content = raw.get("content")
+    if isinstance(content, str):
+        pieces.append((cat, content))
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                pieces.append((cat, part.get("text") or ""))
+            elif kind == "refusal":
+                pieces.append((cat, part.get("refusal") or ""))
+            elif kind == "image_url":
+                fixed += image_tokens(part)
+            else:  # audio / file: charge the payload as if it were text at 4 chars a token
+                fixed += math.ceil(len(canonical_json(part)) / 4)
+    for call in raw.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        fixed_call = TOOL_CALL_OVERHEAD
+        pieces.append(("tool_calls", fn.get("name") or ""))
+        pieces.append(("tool_calls", fn.get("arguments") or ""))
+        fixed += fixed_call
+    return pieces, fixed
+
+
+def _fixed_category(raw: dict) -> str:
+    role = raw.get("role")
+    return {"system": "system", "developer": "system", "user": "user",
+            "assistant": "assistant", "tool": "tool_results"}.get(role, "user")
+
+
+class MessageCounter:
+    """Counts whole messages with a text counter and a content-hash cache."""
+
+    def __init__(self, counter: TokenCounter, cache_size: int = 200_000):
+        self.counter = counter
+        self.cache_size = cache_size
+        self._cache: dict[str, MessageTokens] = {}
+
+    @property
+    def name(self) -> str:
+        return self.counter.name
+
+    def _store(self, key: str, value: MessageTokens) -> None:
+        if len(self._cache) >= self.cache_size:
+            # Drop the oldest half: cheap, and recent messages are the ones re-counted.
+            for k in list(self._cache)[: self.cache_size // 2]:
+                del self._cache[k]
+        self._cache[key] = value
+
+    def _build(self, raw: dict, counts: Iterable[int], pieces, fixed: int) -> MessageTokens:
+        by: dict[str, int] = {}
+        total = fixed
+        for (cat, _), n in zip(pieces, counts):
+            by[cat] = by.get(cat, 0) + n
+            total += n
+        fcat = _fixed_category(raw)
+        by[fcat] = by.get(fcat, 0) + fixed
+        return MessageTokens(total, by)
+
+    def count_raw(self, raw: dict, key: str | None = None) -> MessageTokens:
+        key = key or content_hash(raw)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        pieces, fixed = _pieces(raw)
+        counts = self.counter.count_texts([t for _, t in pieces])
+        value = self._build(raw, counts, pieces, fixed)
+        self._store(key, value)
+        return value
+
+    def count(self, message: Message) -> MessageTokens:
+        value = self.count_raw(message.raw, message.hash)
+        if message.is_engine_written:
+            # Everything the engine wrote counts as summary, whatever its role.
+            return MessageTokens(value.total, {"summary": value.total})
+        return value
+
+    def count_many(self, messages: list[Message]) -> list[MessageTokens]:
+        """Batch count: one tokenizer batch for every uncached text."""
+        results: list[MessageTokens | None] = [None] * len(messages)
+        todo = []
+        texts: list[str] = []
+        for i, m in enumerate(messages):
+            hit = self._cache.get(m.hash)
+            if hit is not None:
+                results[i] = hit
+                continue
+            pieces, fixed = _pieces(m.raw)
+            todo.append((i, pieces, fixed, len(texts)))
+            texts.extend(t for _, t in pieces)
+        counts = self.counter.count_texts(texts) if texts else []
+        for i, pieces, fixed, start in todo:
+            value = self._build(messages[i].raw, counts[start:start + len(pieces)], pieces, fixed)
+            self._store(messages[i].hash, value)
+            results[i] = value
+        out = []
+        for m, v in zip(messages, results):
+            out.append(MessageTokens(v.total, {"summary": v.total}) if m.is_engine_written else v)
+        return out
+
+    def count_tools(self, tools: list[dict] | None) -> int:
+        if not tools:
+            return 0
+        total = 0
+        for tool in tools:
+            total += TOOL_SCHEMA_OVERHEAD + self.counter.count_text(canonical_json(tool.get("function", tool)))
+        return total
+
+    def count_text(self, text: str) -> int:
+        return self.counter.count_text(text)
+
+
+class CategoryTotals:
+    """Running token totals per category; add/remove are O(categories)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: dict | None = None):
+        self.values = {c: 0 for c in CATEGORIES}
+        if values:
+            for k, v in values.items():
+                self.values[k] = self.values.get(k, 0) + v
+
+    def add(self, tokens: MessageTokens, sign: int = 1) -> None:
+        for k, v in tokens.by_category.items():
+            self.values[k] = self.values.get(k, 0) + sign * v
+
+    @property
+    def total(self) -> int:
+        return sum(self.values.values())
+
+    def copy(self) -> "CategoryTotals":
+        return CategoryTotals(self.values)
+
+    def as_dict(self) -> dict:
+        return dict(self.values, total=self.total)
+
+
+# Exposed for Message provenance checks elsewhere without importing messages twice.
+ENGINE_WRITTEN = (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)
