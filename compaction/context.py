@@ -67,6 +67,16 @@ class LiveContext:
         self.since_summary_tokens += tok.total
         self.since_summary_messages += 1
 
+    def replace_last(self, message: Message) -> None:
+        """Swap the newest message for an edited version of itself (truncation on arrival)."""
+        old = self.tokens[-1]
+        new = self.counter.count(message)
+        self.totals.add(old, -1)
+        self.totals.add(new)
+        self.since_summary_tokens += new.total - old.total
+        self.messages[-1] = message
+        self.tokens[-1] = new
+
     def replace(self, messages: list[Message], *, summarized: bool) -> None:
         """Install a compacted message list. Counts come from the cache (no re-tokenizing
         of kept messages); the since-summary counters restart when a summary was written."""
@@ -79,14 +89,14 @@ class LiveContext:
         self.totals = totals
         if summarized:
             self.compactions += 1
-            self.since_summary_tokens = 0
-            self.since_summary_messages = 0
-            # messages after the newest summary still count as "since summary"
-            last = max((i for i, m in enumerate(self.messages) if m.is_engine_written), default=-1)
-            for m, t in zip(self.messages[last + 1:], self.tokens[last + 1:]):
-                if m.provenance is Provenance.ORIGINAL:
-                    self.since_summary_tokens += t.total
-                    self.since_summary_messages += 1
+        # "since the last summary" = originals after the newest engine-written message
+        last = max((i for i, m in enumerate(self.messages) if m.is_engine_written), default=-1)
+        self.since_summary_tokens = 0
+        self.since_summary_messages = 0
+        for m, t in zip(self.messages[last + 1:], self.tokens[last + 1:]):
+            if m.is_original:
+                self.since_summary_tokens += t.total
+                self.since_summary_messages += 1
 
     def record_usage(self, reported_prompt_tokens: int) -> float:
         """Keep the provider's count of the current context beside ours; returns estimate/reported."""

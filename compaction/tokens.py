@@ -109,13 +109,13 @@ _COUNTERS: dict[str, TiktokenCounter] = {}
 
 # -- message-level accounting -------------------------------------------------------
 
-def _pieces(raw: dict) -> tuple[list[tuple[str, str]], int]:
-    """(category, text) pieces of a message plus the fixed tokens it costs beyond them."""
+def _pieces(raw: dict) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """(category, text) pieces of a message plus the fixed tokens it costs beyond them, by category."""
     role = raw.get("role")
     cat = {"system": "system", "developer": "system", "user": "user",
            "assistant": "assistant", "tool": "tool_results"}.get(role, "user")
     pieces: list[tuple[str, str]] = []
-    fixed = MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)
+    fixed = {cat: MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)}
     content = raw.get("content")
     if isinstance(content, str):
         pieces.append((cat, content))
@@ -129,22 +129,17 @@ def _pieces(raw: dict) -> tuple[list[tuple[str, str]], int]:
             elif kind == "refusal":
                 pieces.append((cat, part.get("refusal") or ""))
             elif kind == "image_url":
-                fixed += image_tokens(part)
-            else:  # audio / file: charge the payload as if it were text at 4 chars a token
-                fixed += math.ceil(len(canonical_json(part)) / 4)
-    for call in raw.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        fixed_call = TOOL_CALL_OVERHEAD
-        pieces.append(("tool_calls", fn.get("name") or ""))
-        pieces.append(("tool_calls", fn.get("arguments") or ""))
-        fixed += fixed_call
+                fixed[cat] += image_tokens(part)
+            else:  # audio / file: charge the payload at 4 characters a token
+                fixed[cat] += math.ceil(len(canonical_json(part)) / 4)
+    calls = raw.get("tool_calls") or []
+    if calls:
+        fixed["tool_calls"] = TOOL_CALL_OVERHEAD * len(calls)
+        for call in calls:
+            fn = call.get("function") or {}
+            pieces.append(("tool_calls", fn.get("name") or ""))
+            pieces.append(("tool_calls", fn.get("arguments") or ""))
     return pieces, fixed
-
-
-def _fixed_category(raw: dict) -> str:
-    role = raw.get("role")
-    return {"system": "system", "developer": "system", "user": "user",
-            "assistant": "assistant", "tool": "tool_results"}.get(role, "user")
 
 
 class MessageCounter:
@@ -166,15 +161,11 @@ class MessageCounter:
                 del self._cache[k]
         self._cache[key] = value
 
-    def _build(self, raw: dict, counts: Iterable[int], pieces, fixed: int) -> MessageTokens:
-        by: dict[str, int] = {}
-        total = fixed
+    def _build(self, counts: Iterable[int], pieces, fixed: dict[str, int]) -> MessageTokens:
+        by = dict(fixed)
         for (cat, _), n in zip(pieces, counts):
             by[cat] = by.get(cat, 0) + n
-            total += n
-        fcat = _fixed_category(raw)
-        by[fcat] = by.get(fcat, 0) + fixed
-        return MessageTokens(total, by)
+        return MessageTokens(sum(by.values()), by)
 
     def count_raw(self, raw: dict, key: str | None = None) -> MessageTokens:
         key = key or content_hash(raw)
@@ -183,7 +174,7 @@ class MessageCounter:
             return hit
         pieces, fixed = _pieces(raw)
         counts = self.counter.count_texts([t for _, t in pieces])
-        value = self._build(raw, counts, pieces, fixed)
+        value = self._build(counts, pieces, fixed)
         self._store(key, value)
         return value
 
@@ -198,20 +189,27 @@ class MessageCounter:
         """Batch count: one tokenizer batch for every uncached text."""
         results: list[MessageTokens | None] = [None] * len(messages)
         todo = []
+        pending: dict[str, list[int]] = {}
         texts: list[str] = []
         for i, m in enumerate(messages):
-            hit = self._cache.get(m.hash)
+            key = m.hash
+            hit = self._cache.get(key)
             if hit is not None:
                 results[i] = hit
                 continue
+            if key in pending:  # same content twice in one batch: tokenize once
+                pending[key].append(i)
+                continue
+            pending[key] = [i]
             pieces, fixed = _pieces(m.raw)
-            todo.append((i, pieces, fixed, len(texts)))
+            todo.append((key, pieces, fixed, len(texts)))
             texts.extend(t for _, t in pieces)
         counts = self.counter.count_texts(texts) if texts else []
-        for i, pieces, fixed, start in todo:
-            value = self._build(messages[i].raw, counts[start:start + len(pieces)], pieces, fixed)
-            self._store(messages[i].hash, value)
-            results[i] = value
+        for key, pieces, fixed, start in todo:
+            value = self._build(counts[start:start + len(pieces)], pieces, fixed)
+            self._store(key, value)
+            for i in pending[key]:
+                results[i] = value
         out = []
         for m, v in zip(messages, results):
             out.append(MessageTokens(v.total, {"summary": v.total}) if m.is_engine_written else v)

@@ -1,9 +1,81 @@
-"""Summarizer prompts and their validation."""
+"""Summarizer prompts, their validation, and the messages sent to the summarizer model.
+
+A prompt is a ``str.format`` template with up to three placeholders:
+
+- ``{conversation_text}`` (required): the rendered span, see :mod:`.render`;
+- ``{previous_summary}``: the summary being folded in, or ``none`` on a first run;
+- ``{max_summary_words}``: the word budget.
+
+The default prompt puts the previous summary and the conversation between tag
+lines (``<previous_summary>``, ``<conversation>``). The offline extractive
+summarizer reads them back from the request, so a custom prompt that wants the
+extractive summarizer to see the previous summary should keep those tags too.
+"""
 from __future__ import annotations
 
+import re
 import string
 
 PLACEHOLDERS = frozenset({"conversation_text", "previous_summary", "max_summary_words"})
+
+NO_PREVIOUS_SUMMARY = "none"
+
+PREVIOUS_OPEN, PREVIOUS_CLOSE = "<previous_summary>", "</previous_summary>"
+CONVERSATION_OPEN, CONVERSATION_CLOSE = "<conversation>", "</conversation>"
+
+DEFAULT_PROMPT = """\
+You are writing the working memory of an AI agent. The transcript below is about to be \
+removed from the agent's context; your summary is all the agent will keep of it, so it \
+must let the agent carry on without asking the user to repeat anything.
+
+Write these sections, each under its own heading, and skip a section only when there is \
+nothing to put in it:
+
+## Goals and constraints
+What the user asked for, in their own words where the wording matters, and every \
+requirement, limit or preference they stated.
+## Decisions and why
+Choices made so far and the reason for each, including approaches that were rejected.
+## Files and paths
+Every file, directory, URL or resource that was read, created or changed, with what \
+happened to it.
+## Facts learned from tools
+Concrete results that came back from tools: values, versions, identifiers, outputs the \
+next steps depend on.
+## Errors and fixes
+Errors met (exact messages or exception names), what caused them and how they were \
+resolved or why they are still open.
+## Current state
+Where the work stands at the end of the transcript.
+## Next steps
+What remains to be done, in order.
+
+Rules: keep exact identifiers (paths, names, numbers, ids, commands) verbatim. Do not \
+invent anything that is not in the material. Write only the summary, with no preamble.{length_rule}{language_rule}
+
+The summary of earlier parts of this session is between the previous_summary tags \
+("{none}" means there is none yet). Merge it into your summary: keep its facts that \
+still hold, update the ones the transcript changes, and do not drop anything important \
+just because it is old.
+
+{previous_open}
+{{previous_summary}}
+{previous_close}
+
+{conversation_open}
+{{conversation_text}}
+{conversation_close}
+
+Now write the updated summary."""
+
+LENGTH_RULE = " Use at most {max_summary_words} words."
+
+LANGUAGE_NAMES = {
+    "en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "fr": "French",
+    "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese", "ru": "Russian",
+    "nl": "Dutch", "pl": "Polish", "tr": "Turkish", "ar": "Arabic", "hi": "Hindi",
+    "vi": "Vietnamese", "id": "Indonesian", "uk": "Ukrainian", "sv": "Swedish",
+}
 
 
 def validate_prompt(prompt: str) -> str:
@@ -20,3 +92,55 @@ def validate_prompt(prompt: str) -> str:
     if "conversation_text" not in fields:
         raise ValueError("prompt must contain the {conversation_text} placeholder")
     return prompt
+
+
+def language_name(code: str | None) -> str | None:
+    if not code:
+        return None
+    base = code.replace("_", "-").split("-", 1)[0].lower()
+    return LANGUAGE_NAMES.get(base, code)
+
+
+def default_prompt(max_summary_words: int, language: str = "en") -> str:
+    """The default template (still containing the three placeholders)."""
+    name = language_name(language)
+    language_rule = "" if name in (None, "English") else f" Write the summary in {name}."
+    return DEFAULT_PROMPT.format(
+        length_rule=LENGTH_RULE if max_summary_words > 0 else "",
+        language_rule=language_rule,
+        none=NO_PREVIOUS_SUMMARY,
+        previous_open=PREVIOUS_OPEN, previous_close=PREVIOUS_CLOSE,
+        conversation_open=CONVERSATION_OPEN, conversation_close=CONVERSATION_CLOSE,
+    )
+
+
+_KNOWN = re.compile(r"\{(conversation_text|previous_summary|max_summary_words)\}")
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """Substitute placeholders. Validated templates go through ``str.format``; anything
+    else (system prompts are only checked for {conversation_text}) gets a literal
+    replacement of the known placeholders so stray braces cannot break it."""
+    try:
+        return template.format_map(values)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return _KNOWN.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def build_prompt_messages(conversation_text: str, settings, *, previous_summary: str | None = None,
+                          language: str = "en") -> list[dict]:
+    """The chat messages sent to the summarizer: an optional system message
+    (``settings.system_prompt``) and one user message holding the conversation."""
+    words = int(getattr(settings, "max_summary_words", 0) or 0)
+    values = {
+        "conversation_text": conversation_text,
+        "previous_summary": previous_summary.strip() if previous_summary and previous_summary.strip()
+        else NO_PREVIOUS_SUMMARY,
+        "max_summary_words": str(words),
+    }
+    template = settings.prompt or default_prompt(words, language)
+    messages: list[dict] = []
+    if settings.system_prompt:
+        messages.append({"role": "system", "content": fill(settings.system_prompt, values)})
+    messages.append({"role": "user", "content": fill(template, values)})
+    return messages

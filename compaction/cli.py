@@ -1,0 +1,162 @@
+"""Command line: ``python -m compaction replay|count SESSION.json``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import CompactionError, PolicyError, SessionValidationError
+from .messages import load_session_file
+
+
+def _read_session(path: str):
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read {path}: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: {path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+    try:
+        sid, messages, tools = load_session_file(data, source=path)
+    except SessionValidationError as exc:
+        raise SystemExit(f"error: {exc}")
+    return sid or Path(path).stem, messages, tools
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_policy(args):
+    from .policy import Policy
+    from .presets import get_preset
+
+    policy = get_preset(args.preset)
+    if args.policy:
+        try:
+            policy = Policy.load(Path(args.policy).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise SystemExit(f"error: cannot read policy {args.policy}: {exc.strerror}")
+    overrides = {}
+    for item in args.set or []:
+        if "=" not in item:
+            raise SystemExit(f"error: --set expects dotted.path=value, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = _parse_value(value)
+    if args.context_window:
+        overrides["context_window"] = args.context_window
+    if args.trigger_tokens:
+        policy = policy.model_copy(update={"trigger": {"kind": "tokens", "threshold": args.trigger_tokens}})
+        policy = Policy.load(policy.model_dump(mode="json") | {"trigger": {"kind": "tokens", "threshold": args.trigger_tokens}})
+    if args.model:
+        overrides["summarizer.model"] = args.model
+    if getattr(args, "agent_model", None):
+        overrides["model"] = args.agent_model
+    return policy.with_overrides(overrides) if overrides else policy
+
+
+def cmd_replay(args) -> int:
+    from .archive import FileArchive, MemoryArchive
+    from .simulate import simulate
+
+    sid, messages, tools = _read_session(args.session)
+    policy = build_policy(args)
+    archive = FileArchive(args.archive_dir) if args.archive_dir else MemoryArchive()
+    report = simulate(messages, policy, tools=tools, archive=archive, session_id=sid, keep_contexts=bool(args.dump))
+    report.pop("_session", None)
+    if args.dump:
+        out = Path(args.dump)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "context.json").write_text(json.dumps(report.pop("context"), ensure_ascii=False, indent=1), encoding="utf-8")
+        (out / "replay.json").write_text(json.dumps(report.pop("replay"), ensure_ascii=False, indent=1), encoding="utf-8")
+        report.pop("context_per_call", None)
+    ok = report["integrity"]["tool_pairs_ok"] and report["integrity"]["replay_exact"]
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print(format_report(report))
+    return 0 if ok else 2
+
+
+def format_report(r: dict) -> str:
+    lines = [f"session {r['session']}  policy {r['policy']}  window {r['window']:,} ({r['window_source']})  counter {r['counter']}",
+             f"messages {r['messages']}  model calls {r['model_calls']}  compactions {len(r['compactions'])}  "
+             f"LLM calls {r['llm_calls']}  overflow calls {r['overflow_calls']}",
+             f"peak context {r['peak_context_tokens']:,} tokens  final context {r['final_context_tokens']:,} tokens",
+             f"tool output: cleared {r['tokens_cleared']:,} tokens, truncated {r['tokens_truncated']:,} tokens, "
+             f"{r['reduction_events']} reduction events, {r['summaries_avoided_by_reduction']} summaries avoided"]
+    if r["compactions"]:
+        lines.append("")
+        lines.append(f"{'at':>6} {'before':>9} {'after':>9} {'evicted':>8} {'summary':>8} {'retain':>7} {'ratio':>7} {'tries':>5}  trigger")
+        for c in r["compactions"]:
+            ret = "-" if c["retention"] is None else f"{c['retention']:.0%}"
+            ratio = "-" if c["compression"] is None else f"{c['compression']:.1f}x"
+            lines.append(f"{c['at']:>6} {c['tokens_before']:>9,} {c['tokens_after']:>9,} {c['evicted_messages']:>8} "
+                         f"{c['summary_tokens']:>8,} {ret:>7} {ratio:>7} {c['attempts']:>5}  {c['trigger'] or ''}")
+    for f in r.get("failed_compactions", []):
+        lines.append(f"failed at {f['at']}: {f['error']}")
+    integ = r["integrity"]
+    lines.append("")
+    lines.append(f"integrity: tool pairs {'ok' if integ['tool_pairs_ok'] else 'BROKEN'}, "
+                 f"replay {'exact' if integ['replay_exact'] else 'NOT EXACT'}"
+                 + (f" ({integ['error']})" if integ.get("error") else ""))
+    return "\n".join(lines)
+
+
+def cmd_count(args) -> int:
+    from .compactor import counter_for
+    from .messages import wrap_originals
+    from .tokens import CategoryTotals
+
+    _, messages, tools = _read_session(args.session)
+    policy = build_policy(args)
+    counter = counter_for(policy)
+    totals = CategoryTotals()
+    for t in counter.count_many(wrap_originals(messages)):
+        totals.add(t)
+    totals.values["tools"] = counter.count_tools(tools)
+    data = totals.as_dict()
+    if args.json:
+        print(json.dumps({"counter": counter.name, "messages": len(messages), "tokens": data}))
+    else:
+        print(f"{len(messages)} messages, counter {counter.name}")
+        for k, v in data.items():
+            print(f"{k:>14} {v:>10,}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .presets import preset_names
+
+    parser = argparse.ArgumentParser(prog="python -m compaction", description="Compaction engine tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p):
+        p.add_argument("session", help="session JSON: {'id', 'messages', 'tools'?} or a bare message list")
+        p.add_argument("--preset", default="default", choices=preset_names(), help="starting policy (default: default)")
+        p.add_argument("--policy", help="policy JSON file (replaces the preset)")
+        p.add_argument("--set", action="append", metavar="PATH=VALUE", help="override one setting, e.g. cut.keep_messages=8 (repeatable)")
+        p.add_argument("--context-window", type=int, help="context window in tokens")
+        p.add_argument("--trigger-tokens", type=int, help="replace the trigger with 'context > N tokens'")
+        p.add_argument("--model", help="summarizer model (any litellm model string); default: offline extractive")
+        p.add_argument("--agent-model", help="the agent's model (tokenizer and window)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    rp = sub.add_parser("replay", help="feed a session one message at a time and compact as an agent loop would")
+    common(rp)
+    rp.add_argument("--archive-dir", help="write the archive here (JSONL per session) instead of memory")
+    rp.add_argument("--dump", metavar="DIR", help="write DIR/context.json and DIR/replay.json")
+    rp.set_defaults(func=cmd_replay)
+    cp = sub.add_parser("count", help="print tokens per category")
+    common(cp)
+    cp.set_defaults(func=cmd_count)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (PolicyError, CompactionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

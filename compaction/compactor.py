@@ -1,0 +1,297 @@
+"""The compaction pipeline: trigger → reduce tool output → cut → summarize → finalize → archive.
+
+Nothing is written (archive, caller state) until every step has succeeded; any failure
+raises and leaves the caller's messages exactly as they were.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive, item_for, new_entry_id
+from .context import check_tool_pairs, render_messages
+from .cut import plan_cut
+from .errors import CompactionError, SessionValidationError
+from .finalize import FinalizeInput, Finalizer, run_finalizer
+from .messages import Message, Provenance, text_of, wrap_originals
+from .outcome import Outcome, Skipped
+from .policy import Policy
+from .tokens import CategoryTotals, MessageCounter, MessageTokens, make_counter
+from .triggers import ConditionResult, TriggerState, evaluate
+from .windows import resolve_window
+
+
+@dataclass
+class Hooks:
+    """Python callables that customise a run (policies stay JSON; hooks are code).
+
+    finalizer(inp, default) -> messages; post_summary(text) -> text;
+    tool_call_formatter / tool_result_formatter for the summarizer input;
+    reduction: dict of hooks passed to the reduction step (rewriter, post_process).
+    With abort_on_hook_error False (default) a failing hook is logged as an event and ignored.
+    """
+    finalizer: Finalizer | None = None
+    pre_summary: Callable[[str], str] | None = None
+    post_summary: Callable[[str], str] | None = None
+    abort_on_hook_error: bool = False
+    tool_call_formatter: Callable | None = None
+    tool_result_formatter: Callable | None = None
+    reduction: dict = field(default_factory=dict)
+
+
+def counter_for(policy: Policy) -> MessageCounter:
+    return MessageCounter(make_counter(policy.counter, model=policy.model, encoding=policy.encoding,
+                                       chars_per_token=policy.chars_per_token))
+
+
+def as_messages(messages: list) -> list[Message]:
+    if all(isinstance(m, Message) for m in messages):
+        return list(messages)
+    if any(isinstance(m, Message) for m in messages):
+        raise TypeError("pass either OpenAI dicts or Message objects, not a mix")
+    from .messages import validate_session  # noqa: PLC0415
+
+    validate_session(messages)
+    return wrap_originals(messages)
+
+
+def totals_of(tokens: list[MessageTokens], tools_tokens: int) -> CategoryTotals:
+    t = CategoryTotals()
+    for x in tokens:
+        t.add(x)
+    t.values["tools"] = tools_tokens
+    return t
+
+
+def since_last_summary(messages: list[Message], tokens: list[MessageTokens]) -> tuple[int, int]:
+    last = max((i for i, m in enumerate(messages) if m.is_engine_written), default=-1)
+    tail = [(m, t) for m, t in zip(messages[last + 1:], tokens[last + 1:]) if m.is_original]
+    return sum(t.total for _, t in tail), len(tail)
+
+
+class Compactor:
+    def __init__(self, policy: Policy | str | dict = "default", *, archive: ArchiveBackend | None = None,
+                 session_id: str = "session", hooks: Hooks | None = None, counter: MessageCounter | None = None):
+        if isinstance(policy, str):
+            from .presets import get_preset  # noqa: PLC0415
+
+            policy = get_preset(policy)
+        self.policy = Policy.load(policy)
+        self.archive = archive if archive is not None else MemoryArchive()
+        self.session_id = session_id
+        self.hooks = hooks or Hooks()
+        self.counter = counter or counter_for(self.policy)
+        self.window, self.window_source = resolve_window(self.policy)
+
+    # -- trigger -------------------------------------------------------------------
+    def trigger_state(self, total: int, n: int, since_tokens: int, since_messages: int,
+                      last_message_at: float | None, now: float | None = None) -> TriggerState:
+        return TriggerState(total, n, since_tokens, since_messages, last_message_at, self.window,
+                            self.policy.reserved_output_tokens, now)
+
+    def check(self, messages: list, tools: list | None = None, last_message_at: float | None = None) -> ConditionResult:
+        msgs = as_messages(messages)
+        tokens = self.counter.count_many(msgs)
+        totals = totals_of(tokens, self.counter.count_tools(tools))
+        st, sm = since_last_summary(msgs, tokens)
+        return evaluate(self.policy.trigger, self.trigger_state(totals.total, len(msgs), st, sm, last_message_at))
+
+    # -- compaction ----------------------------------------------------------------
+    def compact(self, messages: list, tools: list | None = None, force: bool = False, run_id: str | None = None,
+                on_event: Callable[[dict], None] | None = None,
+                progress: Callable[[str, dict], None] | None = None,
+                last_message_at: float | None = None) -> Outcome | Skipped:
+        policy = self.policy
+        msgs = as_messages(messages)
+        tokens = self.counter.count_many(msgs)
+        tools_tokens = self.counter.count_tools(tools)
+        before = totals_of(tokens, tools_tokens)
+        events: list[dict] = []
+
+        def emit(event: dict) -> None:
+            event.setdefault("at", time.time())
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        def step(name: str, **detail: Any) -> None:
+            if progress is not None:
+                progress(name, detail)
+
+        trig = None
+        if not force:
+            st, sm = since_last_summary(msgs, tokens)
+            result = evaluate(policy.trigger, self.trigger_state(before.total, len(msgs), st, sm, last_message_at))
+            if not result.fired:
+                return Skipped(result.reason, result.to_dict())
+            trig = result.to_dict() | {"reason": result.reason}
+        else:
+            trig = {"kind": "manual", "fired": True, "reason": "forced"}
+
+        working, entries, red_ledger = msgs, [], {}
+        cleared = truncated = 0
+        reduction_events = 0
+        if policy.reduction.enabled:
+            step("reduce")
+            from .reduction.pipeline import before_call  # noqa: PLC0415
+
+            rr = before_call(working, policy=policy.reduction, counter=self.counter, window=self.window,
+                             session_id=self.session_id, total_tokens=before.total,
+                             **({"hooks": self.hooks.reduction} if self.hooks.reduction else {}))
+            for e in rr.events:
+                emit(e)
+            if not rr.abandoned:
+                working = rr.messages
+                entries.extend(rr.entries)
+                cleared, truncated = rr.tokens_cleared, rr.tokens_truncated
+                reduction_events = len(rr.ledger)
+                red_ledger = {row["message_id"]: row for row in rr.ledger}
+                tokens = self.counter.count_many(working)
+        reduced = bool(entries) or bool(red_ledger)
+
+        def reduction_only(note: str) -> Outcome | Skipped:
+            if not reduced:
+                return Skipped(note, trig)
+            return self._finish(msgs, working, before, tools_tokens, entries, red_ledger, events, trig,
+                                cleared, truncated, reduction_events, notes=[note])
+
+        if reduced and not force:
+            after_total = sum(t.total for t in tokens) + tools_tokens
+            st, sm = since_last_summary(working, tokens)
+            again = evaluate(policy.trigger, self.trigger_state(after_total, len(working), st, sm, last_message_at))
+            if not again.fired:
+                return reduction_only("tool-output reduction brought the context under the trigger; no summary needed")
+        if not policy.summarize:
+            return reduction_only("summarization is off in this policy")
+
+        step("cut")
+        plan = plan_cut(working, tokens, policy.cut, self.window, policy.pin_first_user_message)
+        if not plan:
+            return reduction_only(plan.reason)
+        span = [working[i] for i in plan.evicted]
+        replaced_tokens = sum(tokens[i].total for i in plan.evicted)
+        previous = [m for m in span if m.provenance is Provenance.SUMMARY]
+        previous_summary = "\n\n".join(m.meta.get("summary") or text_of(m.raw.get("content")) for m in previous) or None
+        emit({"type": "before_summarize", "evicted": len(span), "tokens": replaced_tokens,
+              "message_ids": [m.id for m in span]})
+
+        step("summarize", messages=len(span), tokens=replaced_tokens)
+        from .summarizer import summarize  # noqa: PLC0415
+
+        kwargs = {}
+        if self.hooks.tool_call_formatter is not None:
+            kwargs["tool_call_formatter"] = self.hooks.tool_call_formatter
+        if self.hooks.tool_result_formatter is not None:
+            kwargs["tool_result_formatter"] = self.hooks.tool_result_formatter
+        result = summarize(span, policy.summarizer, previous_summary=previous_summary, counter=self.counter,
+                           fallback_window=policy.fallback_context_window, replaced_tokens=replaced_tokens,
+                           on_event=emit, language=policy.finalize.language, **kwargs)
+        text = self._apply_hook("post_summary", self.hooks.post_summary, result.text, emit)
+
+        step("finalize")
+        archive_ref = new_entry_id()
+        number = 1 + max((m.meta.get("number", 0) for m in working if m.provenance is Provenance.SUMMARY), default=0)
+        inp = FinalizeInput(head=[working[i] for i in plan.head], evicted=span,
+                            pinned=[working[i] for i in plan.pinned], tail=working[plan.tail_start:],
+                            summary=text, model=result.model, extractive=result.extractive,
+                            archive_ref=archive_ref, number=number, policy=policy, counter=self.counter,
+                            window=self.window)
+        new_messages = run_finalizer(inp, self.hooks.finalizer)
+        for m in new_messages:
+            if m.provenance is Provenance.SUMMARY:
+                m.meta.setdefault("summary", text)
+                m.meta.setdefault("model", result.model)
+        try:
+            check_tool_pairs(render_messages(new_messages))
+        except SessionValidationError as exc:
+            raise CompactionError(f"the finalized context would break a tool call/result pair ({exc}); nothing was changed") from exc
+
+        if previous:
+            entries.append(ArchiveEntry(new_entry_id(), self.session_id, "previous_summary",
+                                        [item_for(m) for m in previous], run_id, note="folded into a new summary"))
+        originals = [m for m in span if m.is_original]
+        entries.append(ArchiveEntry(archive_ref, self.session_id, "evicted", [item_for(m) for m in originals],
+                                    run_id, note=f"summarized by {result.model}"))
+        emit({"type": "after_summarize", "archive_ref": archive_ref, "messages_after": len(new_messages)})
+
+        summary_ids = {m.meta.get("source_id") for m in new_messages if m.provenance is Provenance.PRESERVED}
+        ledger_fate = {}
+        for m in span:
+            ledger_fate[m.id] = ("preserved" if m.id in summary_ids else
+                                 "folded" if m.provenance is Provenance.SUMMARY else "summarized")
+        for i in plan.pinned:
+            ledger_fate[working[i].id] = "pinned"
+
+        outcome = self._finish(msgs, new_messages, before, tools_tokens, entries, red_ledger, events, trig,
+                               cleared, truncated, reduction_events, fates=ledger_fate)
+        outcome.summarized = True
+        outcome.summary = text
+        outcome.model = result.model
+        outcome.extractive = result.extractive
+        outcome.prompt = result.prompt_messages
+        outcome.attempts = [a.to_dict() for a in result.attempts]
+        outcome.evicted_messages = len(originals)
+        summary_msgs = [m for m in new_messages if m.provenance is Provenance.SUMMARY]
+        outcome.summary_tokens = sum(self.counter.count(m).total for m in summary_msgs)
+        outcome.compression = round(replaced_tokens / outcome.summary_tokens, 3) if outcome.summary_tokens else None
+        outcome.cut = {"evicted": len(span), "pinned": len(plan.pinned), "tail_start": plan.tail_start,
+                       "target": plan.target, "boundary": plan.boundary, "notes": plan.notes}
+        outcome.notes.extend(plan.notes)
+        outcome.clipped = list(getattr(result, "clipped", []) or [])
+        outcome.retention = self._retention(span, outcome.context)
+        return outcome
+
+    # -- helpers -------------------------------------------------------------------
+    def _apply_hook(self, name: str, hook: Callable | None, value: str, emit) -> str:
+        if hook is None:
+            return value
+        try:
+            out = hook(value)
+        except Exception as exc:  # noqa: BLE001 - hooks are user code
+            if self.hooks.abort_on_hook_error:
+                raise CompactionError(f"{name} hook failed: {exc}") from exc
+            emit({"type": "hook_error", "hook": name, "error": repr(exc)})
+            return value
+        return out if isinstance(out, str) and out.strip() else value
+
+    def _retention(self, span: list[Message], context: list[dict]) -> dict | None:
+        try:
+            from .retention import retention  # noqa: PLC0415
+        except ImportError:
+            return None
+        return retention([m.raw for m in span], context)
+
+    def _finish(self, before_msgs, after_msgs, before, tools_tokens, entries, red_ledger, events, trig,
+                cleared, truncated, reduction_events, fates=None, notes=None) -> Outcome:
+        fates = fates or {}
+        after_tokens = self.counter.count_many(after_msgs)
+        after = totals_of(after_tokens, tools_tokens)
+        for entry in entries:  # only now, after every step succeeded
+            self.archive.write(entry)
+        after_by_id = {m.id: t.total for m, t in zip(after_msgs, after_tokens)}
+        before_tokens = self.counter.count_many(before_msgs)
+        ledger = []
+        for m, t in zip(before_msgs, before_tokens):
+            fate = fates.get(m.id)
+            row = red_ledger.get(m.id)
+            if fate is None:
+                fate = row["fate"] if row else ("kept" if m.id in after_by_id else "summarized")
+            reason = {
+                "summarized": "in the evicted span; replaced by the summary (original archived)",
+                "preserved": "evicted, and re-inserted verbatim as a recent user message",
+                "pinned": "pinned: never evicted",
+                "folded": "previous summary folded into the new one",
+                "kept": "in the kept head or tail",
+            }.get(fate, row["reason"] if row else "")
+            if row and fate not in ("cleared", "truncated"):
+                reason += f"; earlier {row['fate']} ({row['reason']})"
+            ledger.append({"message_id": m.id, "ordinal": m.ordinal, "role": m.role, "provenance": m.provenance.value,
+                           "fate": fate, "tokens_before": t.total, "tokens_after": after_by_id.get(m.id, 0),
+                           "reason": reason})
+        return Outcome(messages=list(after_msgs), context=render_messages(after_msgs),
+                       tokens_before=before.as_dict(), tokens_after=after.as_dict(),
+                       messages_before=len(before_msgs), messages_after=len(after_msgs),
+                       archive_refs=[e.id for e in entries], ledger=ledger, events=events, trigger=trig,
+                       tokens_cleared=cleared, tokens_truncated=truncated, reduction_events=reduction_events,
+                       notes=list(notes or []))

@@ -1,0 +1,149 @@
+"""Named policies. Each seed system's preset reproduces its documented defaults and
+semantics in our vocabulary; ``default`` is ours and takes the best of them.
+
+| preset | trigger | kept tail | summary turn | counter |
+|---|---|---|---|---|
+| default | 80% of usable window | 12 msgs / 25% window, user turn preferred | user + ack, recent user msgs re-inserted | tiktoken |
+| eino | 160k tokens | none (whole history summarized) | user, recent user msgs (≤ trigger/3) | chars/4 |
+| deepagents | 85% of window (fallback 32,768, 4,096 reserved) | 6 msgs / 25% window, must start at a user turn | user + ack | chars/4 |
+| trpc | tokens since last summary > 50% of window | the current turn | merged into the system message | chars/4 |
+| sagents | 170k tokens | 6 msgs, nearest safe point searching backwards | user | chars/4 |
+| langchain | 4,000 tokens (documented example) | 20 msgs | user; summarizer sees only the last 4,000 tokens | chars/4 |
+| anthropic-clear-tool-uses | 100k tokens | - | no summary; clears old tool results keeping 3 | tiktoken |
+| langchain-context-editing | 100k tokens | - | no summary; ClearToolUsesEdit defaults | chars/4 |
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .errors import PolicyError
+from .policy import Policy
+from .reduction import config as reduction_config
+
+
+def _reduction(name: str):
+    factory = getattr(reduction_config, name, None)
+    return factory() if factory else reduction_config.ReductionPolicy()
+
+
+def _default() -> dict:
+    return {
+        "name": "default",
+        "description": "Ours: reduce tool output first, then summarize with a kept tail that respects tool pairs.",
+        "reserved_output_tokens": 4096,
+        "trigger": {"kind": "window_fraction", "fraction": 0.8},
+        "cut": {"keep_messages": 12, "keep_fraction": 0.25, "search": "forward", "user_turn": "prefer"},
+        "summarizer": {"max_summary_words": 600, "retry": {"max_retries": 3}},
+        "finalize": {"injection": "user", "preserve_user_messages": True},
+        "reduction": _reduction("default_reduction").model_dump(mode="json"),
+    }
+
+
+def _eino() -> dict:
+    return {
+        "name": "eino",
+        "description": "Eino summarization + reduction middlewares at their defaults.",
+        "counter": "approx",
+        "trigger": {"kind": "tokens", "threshold": 160_000},
+        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore"},
+        "summarizer": {"retry": {"max_retries": 0}},
+        "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": True,
+                     "preserve_user_max_tokens": 160_000 // 3},
+        "reduction": _reduction("eino_reduction").model_dump(mode="json"),
+    }
+
+
+def _deepagents() -> dict:
+    return {
+        "name": "deepagents",
+        "description": "DeepAgents SummarizationMiddleware at its defaults (cannot cut single-turn runs).",
+        "counter": "approx",
+        "fallback_context_window": 32_768,
+        "reserved_output_tokens": 4096,
+        "trigger": {"kind": "window_fraction", "fraction": 0.85},
+        "cut": {"keep_messages": 6, "keep_fraction": 0.25, "search": "forward", "user_turn": "require"},
+        "summarizer": {"retry": {"max_retries": 0}},
+        "finalize": {"injection": "user", "acknowledgement": True, "preserve_user_messages": False},
+    }
+
+
+def _trpc() -> dict:
+    return {
+        "name": "trpc",
+        "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
+        "counter": "approx",
+        "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
+        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require"},
+        "summarizer": {"max_summary_words": 300, "retry": {"max_retries": 0}},
+        "finalize": {"injection": "system", "acknowledgement": False, "preserve_user_messages": False},
+        "reduction": _reduction("trpc_reduction").model_dump(mode="json"),
+    }
+
+
+def _sagents() -> dict:
+    return {
+        "name": "sagents",
+        "description": "Sagents Summarization: 170k tokens, keep 6 messages, backwards safe-cutoff search.",
+        "counter": "approx",
+        "trigger": {"kind": "tokens", "threshold": 170_000},
+        "cut": {"keep_messages": 6, "keep_fraction": 1.0, "search": "backward", "user_turn": "ignore"},
+        "summarizer": {"retry": {"max_retries": 0}},
+        "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": False},
+    }
+
+
+def _langchain() -> dict:
+    return {
+        "name": "langchain",
+        "description": "LangChain v1 SummarizationMiddleware: token trigger, keep 20 messages, summarizer sees the last 4,000 tokens.",
+        "counter": "approx",
+        "trigger": {"kind": "tokens", "threshold": 4000},
+        "cut": {"keep_messages": 20, "keep_fraction": 1.0, "search": "backward", "user_turn": "ignore"},
+        "summarizer": {"retry": {"max_retries": 0}, "input_strategy": "keep_last", "input_max_tokens": 4000},
+        "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": False},
+    }
+
+
+def _anthropic_clear() -> dict:
+    return {
+        "name": "anthropic-clear-tool-uses",
+        "description": "Anthropic's clear_tool_uses context edit: clear old tool results over 100k tokens, keep 3 tool uses. No summaries.",
+        "summarize": False,
+        "trigger": {"kind": "tokens", "threshold": 100_000},
+        "reduction": _reduction("anthropic_clear_tool_uses").model_dump(mode="json"),
+    }
+
+
+def _langchain_context_editing() -> dict:
+    return {
+        "name": "langchain-context-editing",
+        "description": "LangChain ContextEditingMiddleware with ClearToolUsesEdit defaults. No summaries.",
+        "summarize": False,
+        "counter": "approx",
+        "trigger": {"kind": "tokens", "threshold": 100_000},
+        "reduction": _reduction("langchain_context_editing").model_dump(mode="json"),
+    }
+
+
+PRESETS: dict[str, Callable[[], dict]] = {
+    "default": _default,
+    "eino": _eino,
+    "deepagents": _deepagents,
+    "trpc": _trpc,
+    "sagents": _sagents,
+    "langchain": _langchain,
+    "anthropic-clear-tool-uses": _anthropic_clear,
+    "langchain-context-editing": _langchain_context_editing,
+}
+
+
+def get_preset(name: str) -> Policy:
+    try:
+        factory = PRESETS[name]
+    except KeyError:
+        raise PolicyError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}", field="preset") from None
+    return Policy.load(factory())
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)

@@ -1,0 +1,107 @@
+"""Incremental use from an agent loop: append as messages arrive, check cheaply, compact.
+
+    session = CompactionSession("default", archive=FileArchive("archive"), session_id="run-42")
+    for message in agent_messages:
+        session.append(message)
+        if session.should_compact():          # O(1): reads running totals
+            session.compact()
+    send(session.context())
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .archive import ArchiveBackend, MemoryArchive, replay
+from .compactor import Compactor, Hooks
+from .context import LiveContext
+from .messages import Message, tool_name_index
+from .outcome import Outcome, Skipped
+from .policy import Policy
+from .triggers import ConditionResult, evaluate
+
+
+class CompactionSession:
+    def __init__(self, policy: Policy | str | dict = "default", *, archive: ArchiveBackend | None = None,
+                 session_id: str = "session", tools: list[dict] | None = None, hooks: Hooks | None = None):
+        self.archive = archive if archive is not None else MemoryArchive()
+        self.compactor = Compactor(policy, archive=self.archive, session_id=session_id, hooks=hooks)
+        self.policy = self.compactor.policy
+        self.session_id = session_id
+        self.live = LiveContext(self.compactor.counter, tools, session_id)
+        self.outcomes: list[Outcome] = []
+        self._tool_names: dict[str, str] = {}
+        self.truncation_events: list[dict] = []
+
+    # -- feeding -------------------------------------------------------------------
+    def append(self, raw: dict, at: float | None = None) -> Message:
+        msg = self.live.append(raw, at)
+        if msg.tool_calls:
+            self._tool_names.update(tool_name_index([msg]))
+        if msg.role == "tool" and self.policy.reduction.enabled:
+            msg = self._truncate_on_arrival(msg)
+        return msg
+
+    def extend(self, raws: list[dict]) -> None:
+        for raw in raws:
+            self.append(raw)
+
+    def _truncate_on_arrival(self, msg: Message) -> Message:
+        from .reduction.pipeline import on_append  # noqa: PLC0415
+
+        rr = on_append(msg, policy=self.policy.reduction, counter=self.live.counter, session_id=self.session_id,
+                       tool_name=self._tool_names.get(msg.tool_call_id or ""))
+        if rr.abandoned or not rr.entries:
+            return msg
+        for entry in rr.entries:
+            self.archive.write(entry)
+        new = rr.messages[-1]
+        self.live.replace_last(new)
+        self.truncation_events.extend(rr.events)
+        return new
+
+    # -- checking ------------------------------------------------------------------
+    def trigger_state(self, now: float | None = None):
+        live = self.live
+        return self.compactor.trigger_state(live.total_tokens, len(live.messages), live.since_summary_tokens,
+                                            live.since_summary_messages, live.last_message_at, now)
+
+    def should_compact(self, now: float | None = None) -> ConditionResult:
+        """Summary trigger over running totals: cost independent of session length."""
+        return evaluate(self.policy.trigger, self.trigger_state(now))
+
+    def reduction_due(self) -> bool:
+        """Whether tool-output clearing has work to consider before the next model call."""
+        red = self.policy.reduction
+        if not red.enabled:
+            return False
+        from .reduction.pipeline import clearing_due  # noqa: PLC0415
+
+        return clearing_due(red, self.live.total_tokens, self.compactor.window)
+
+    # -- compacting ----------------------------------------------------------------
+    def compact(self, force: bool = False, run_id: str | None = None,
+                on_event: Callable[[dict], None] | None = None,
+                progress: Callable[[str, dict], None] | None = None) -> Outcome | Skipped:
+        out = self.compactor.compact(self.live.messages, self.live.tools, force=force, run_id=run_id,
+                                     on_event=on_event, progress=progress, last_message_at=self.live.last_message_at)
+        if out:
+            self.live.replace(out.messages, summarized=out.summarized)
+            self.outcomes.append(out)
+        return out
+
+    def before_model_call(self, **kwargs) -> Outcome | Skipped | None:
+        """What an agent loop calls before each model call: compact when anything is due."""
+        if self.should_compact().fired or self.reduction_due():
+            return self.compact(**kwargs)
+        return None
+
+    # -- reading -------------------------------------------------------------------
+    def context(self) -> list[dict]:
+        return self.live.render()
+
+    @property
+    def total_tokens(self) -> int:
+        return self.live.total_tokens
+
+    def replay(self) -> list[dict]:
+        return replay(self.archive.entries(self.session_id), self.live.messages)

@@ -1,0 +1,4 @@
+"""Compaction studio's Django project and its one app."""
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

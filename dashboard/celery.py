@@ -1,0 +1,47 @@
+"""The Celery app. Tasks live in dashboard/tasks.py and are thin wrappers over services.
+
+Workers: ``celery -A dashboard worker -l info`` on any machine that reaches the database
+and the broker. Each worker also runs the recovery loop (runs whose worker died are
+queued again), so no beat process is needed.
+"""
+from __future__ import annotations
+
+import os
+
+from celery import Celery, signals
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+app = Celery("dashboard")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["dashboard"])
+
+
+@signals.worker_init.connect
+def _preload(**_):
+    # Import litellm once in the parent process, before the pool forks: each child
+    # then starts its first summary without a multi-second import.
+    from django.conf import settings
+
+    if os.environ.get("COMPACTION_PRELOAD_LITELLM", "1") != "0":
+        try:
+            from compaction._env import litellm
+
+            litellm()
+        except Exception:  # noqa: BLE001 - preloading is an optimisation only
+            pass
+    _ = settings.DATABASES
+
+
+@signals.worker_ready.connect
+def _start_recovery(sender=None, **_):
+    from dashboard.services.recovery import start_recovery_loop
+
+    start_recovery_loop()
+
+
+@signals.worker_shutdown.connect
+def _stop_recovery(**_):
+    from dashboard.services.recovery import stop_recovery_loop
+
+    stop_recovery_loop()

@@ -1,0 +1,260 @@
+"""Settings for compaction studio. Everything that differs between machines comes from the
+environment (or a ``.env`` file at the repository root, which never overrides a variable
+that is already exported). docs/SERVICE.md has the table of every variable.
+
+Zero-setup defaults: SQLite in ``<repo>/.data/db.sqlite3`` and Celery's filesystem broker
+in ``<repo>/.data/broker``. Production: ``DATABASE_URL=postgres://...`` and
+``CELERY_BROKER_URL=redis://...``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _load_dotenv(path: Path) -> None:
+    """KEY=VALUE lines; '#' comments; optional quotes. Exported variables win."""
+    if not path.is_file():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        os.environ.setdefault(key, value)
+
+
+_load_dotenv(BASE_DIR / ".env")
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    return float(value) if value else default
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name, "").strip()
+    return [v.strip() for v in value.split(",") if v.strip()] if value else default
+
+
+DATA_DIR = Path(os.environ.get("DATA_DIR") or BASE_DIR / ".data").resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+
+
+def _secret_key() -> str:
+    key = os.environ.get("SECRET_KEY", "").strip()
+    if key:
+        return key
+    if not DEBUG and not env_bool("ALLOW_GENERATED_SECRET_KEY", True):
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    # Zero-setup: one random key per data dir, kept so sessions survive restarts.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    # ninja in INSTALLED_APPS makes /api/docs use the swagger-ui files ninja ships
+    # (static/ninja/...), never a CDN.
+    "ninja",
+    "dashboard.apps.DashboardConfig",
+]
+
+MIDDLEWARE = [
+    "dashboard.middleware.RequestSizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# -- database -------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip() or f"sqlite:///{DATA_DIR / 'db.sqlite3'}"
+_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE: a transaction takes the write lock when it starts, so two concurrent
+    # read-modify-write transactions queue instead of failing with "database is locked".
+    # WAL lets readers (the API, the dashboard) run while a worker writes.
+    _db["CONN_MAX_AGE"] = 0
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env_int("SQLITE_TIMEOUT", 60),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests share their database with real worker processes, so it must be a file.
+    _db["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_PATH") or str(DATA_DIR / "test_db.sqlite3")}
+else:
+    _db.setdefault("TEST", {})
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# -- auth, i18n, static ------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Serve /static/ from Django itself (fine for one small service; put a reverse proxy or a
+# CDN in front in production and set SERVE_STATIC=0 there).
+SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# -- API ------------------------------------------------------------------------------------
+# Bodies above this size get 413 before anything reads them.
+API_MAX_REQUEST_BYTES = env_int("API_MAX_REQUEST_BYTES", 50 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_REQUEST_BYTES
+API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)
+API_MAX_PAGE_SIZE = 500
+# Seconds an API key lookup is cached in each web process (revocation takes this long).
+API_KEY_CACHE_SECONDS = env_float("API_KEY_CACHE_SECONDS", 5.0)
+
+# -- compaction defaults -------------------------------------------------------------------
+# Used when a project has no active policy: a preset name, a JSON object, or a path to a
+# JSON file. Empty = the engine's "default" preset.
+COMPACTION_DEFAULT_POLICY = os.environ.get("COMPACTION_DEFAULT_POLICY", "").strip()
+# litellm model string for summaries when the policy names none (empty = offline
+# extractive summarizer, no LLM). Provider keys are read by litellm from the usual
+# variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), or from the variable named by a
+# policy's summarizer.api_key_env.
+COMPACTION_SUMMARIZER_MODEL = os.environ.get("COMPACTION_SUMMARIZER_MODEL", "").strip()
+COMPACTION_SUMMARIZER_API_BASE = os.environ.get("COMPACTION_SUMMARIZER_API_BASE", "").strip()
+COMPACTION_SUMMARIZER_API_KEY_ENV = os.environ.get("COMPACTION_SUMMARIZER_API_KEY_ENV", "").strip()
+
+# -- runs ------------------------------------------------------------------------------------
+RUN_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT", 600)
+RUN_TIME_LIMIT = env_int("RUN_TIME_LIMIT", 660)
+# A running run writes a heartbeat this often; one silent for RUN_STALE_AFTER seconds
+# belongs to a dead worker and is queued again (at most RUN_MAX_DELIVERIES executions).
+RUN_HEARTBEAT_INTERVAL = env_float("RUN_HEARTBEAT_INTERVAL", 5.0)
+RUN_STALE_AFTER = env_float("RUN_STALE_AFTER", 60.0)
+RUN_RECOVERY_INTERVAL = env_float("RUN_RECOVERY_INTERVAL", 15.0)
+RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)
+
+# -- Celery ------------------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
+BROKER_DIR = Path(os.environ.get("BROKER_DIR") or DATA_DIR / "broker").resolve()
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("in", "processed", "control"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    # One folder for both directions: every process both publishes and consumes.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "in"),
+        "data_folder_out": str(BROKER_DIR / "in"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        # Processed messages are renamed into processed/ (atomic on one filesystem, so two
+        # workers never both take a message); the worker's recovery loop prunes it.
+        "store_processed": True,
+        "polling_interval": env_float("BROKER_POLLING_INTERVAL", 0.1),
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        # Unacknowledged messages return to the queue after this long; recovery of runs
+        # whose worker died does not wait for it (see RUN_STALE_AFTER).
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", RUN_TIME_LIMIT + 120),
+        "polling_interval": env_float("BROKER_POLLING_INTERVAL", 0.1),
+    }
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SOFT_TIME_LIMIT = RUN_SOFT_TIME_LIMIT
+CELERY_TASK_TIME_LIMIT = RUN_TIME_LIMIT
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_QUEUE", "compaction")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "dashboard": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    },
+}
+
+
+def _check_default_policy() -> None:
+    """Fail at startup, not at the first compaction, on a broken COMPACTION_DEFAULT_POLICY."""
+    value = COMPACTION_DEFAULT_POLICY
+    if value.startswith("{"):
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"COMPACTION_DEFAULT_POLICY is not valid JSON: {exc}") from exc
+
+
+_check_default_policy()

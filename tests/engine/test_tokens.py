@@ -1,0 +1,98 @@
+"""Token accounting: exact per encoding, images by tiles, categories, O(1) appends."""
+import tiktoken
+
+from compaction.context import LiveContext
+from compaction.images import UNKNOWN_IMAGE_TOKENS
+from compaction.messages import wrap_originals
+from compaction.tokens import (MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, CharCounter, MessageCounter,
+                               encoding_for_model, make_counter)
+from tests.corpus import session
+
+
+def test_encoding_follows_the_model_family():
+    assert encoding_for_model("gpt-4o-mini") == "o200k_base"
+    assert encoding_for_model("openai/gpt-5") == "o200k_base"
+    assert encoding_for_model("o3-mini") == "o200k_base"
+    assert encoding_for_model("gpt-4-turbo") == "cl100k_base"
+    assert encoding_for_model("claude-sonnet-4-5") == "cl100k_base"
+
+
+def test_text_counts_match_tiktoken_exactly_offline():
+    text = "def frobnicate(x):\n    return x ** 2  # 二乗を返す"
+    for enc in ("o200k_base", "cl100k_base"):
+        ours = make_counter(encoding=enc).count_text(text)
+        assert ours == len(tiktoken.get_encoding(enc).encode_ordinary(text))
+
+
+def test_a_message_costs_its_text_plus_documented_overhead():
+    counter = MessageCounter(make_counter(encoding="o200k_base"))
+    enc = tiktoken.get_encoding("o200k_base")
+    args = '{"path": "src/app.py"}'
+    msg = wrap_originals([{"role": "assistant", "content": "Reading it.",
+                           "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": args}}]}])[0]
+    t = counter.count(msg)
+    expected_calls = TOOL_CALL_OVERHEAD + len(enc.encode_ordinary("read_file")) + len(enc.encode_ordinary(args))
+    assert t.by_category["tool_calls"] == expected_calls
+    assert t.by_category["assistant"] == MESSAGE_OVERHEAD + len(enc.encode_ordinary("Reading it."))
+    assert t.total == sum(t.by_category.values())
+
+
+def test_images_are_charged_by_tiles_not_by_base64_length():
+    data = session("claudecode_sessionshare__images-in-tool-results")
+    counter = MessageCounter(make_counter(encoding="o200k_base"))
+    tool_msg = wrap_originals(data["messages"])[2]
+    t = counter.count(tool_msg)
+    # a 1369x880 screenshot is 4 tiles: 85 + 4*170; the 600k base64 chars cost nothing as text
+    assert 765 + 340 <= t.total < 2000
+    remote = wrap_originals([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}])[0]
+    assert counter.count(remote).total == MESSAGE_OVERHEAD + UNKNOWN_IMAGE_TOKENS
+    low = wrap_originals([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}}]}])[0]
+    assert counter.count(low).total == MESSAGE_OVERHEAD + 85
+
+
+class CountingCounter(CharCounter):
+    def __init__(self):
+        super().__init__(4.0)
+        self.chars_seen = 0
+
+    def count_text(self, text):
+        self.chars_seen += len(text)
+        return super().count_text(text)
+
+
+def test_appending_one_message_tokenizes_only_that_message():
+    base = CountingCounter()
+    live = LiveContext(MessageCounter(base))
+    for i in range(2000):
+        live.append({"role": "user", "content": f"message number {i} " + "x" * 50})
+    before = base.chars_seen
+    live.append({"role": "user", "content": "the newest message"})
+    assert base.chars_seen - before == len("the newest message")
+    assert live.total_tokens == sum(t.total for t in live.tokens)
+
+
+def test_running_totals_split_by_category_and_include_tool_schemas():
+    data = session("minipr__deepseek_bench1__django__django-11099")
+    tools = [{"type": "function", "function": {"name": "bash", "description": "run a shell command",
+                                               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+    live = LiveContext(MessageCounter(make_counter(encoding="o200k_base")), tools=tools)
+    live.extend(data["messages"])
+    v = live.totals.values
+    assert v["tools"] > 10 and v["system"] > 0 and v["user"] > 0
+    assert v["tool_results"] > v["assistant"] > 0 and v["tool_calls"] > 0
+    assert live.total_tokens == sum(v.values())
+
+
+def test_identical_messages_are_tokenized_once():
+    base = CountingCounter()
+    counter = MessageCounter(base)
+    msgs = wrap_originals([{"role": "user", "content": "same text"}] * 3)
+    counter.count_many(msgs)
+    assert base.chars_seen == len("same text")
+
+
+def test_provider_usage_is_recorded_beside_the_estimate():
+    live = LiveContext(MessageCounter(make_counter(encoding="o200k_base")))
+    live.append({"role": "user", "content": "hello there"})
+    ratio = live.record_usage(reported_prompt_tokens=live.total_tokens * 2)
+    assert ratio == 0.5 and live.calibration_ratio == 0.5

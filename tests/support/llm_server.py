@@ -1,0 +1,298 @@
+"""A scripted OpenAI-compatible chat server for tests that must go over real HTTP.
+
+The server listens on 127.0.0.1 with an ephemeral port and answers
+``POST /v1/chat/completions`` (and ``/chat/completions``). What it answers is
+decided by a queue of behaviours that a test scripts in advance::
+
+    with ScriptedLLMServer() as server:
+        server.script(error(500), ok("the summary"))
+        litellm.completion(model="openai/anything", api_base=server.api_base,
+                           api_key="test", messages=[...])
+        assert len(server.requests) == 2
+
+Behaviours are consumed one per request. A queue can be bound to a model name
+(``server.script(ok("x"), model="backup")``) so failover tests can script each
+model separately; requests for other models use the shared queue. When every
+queue is empty the server answers 500 with "no scripted behaviour left", so an
+unexpected extra request shows up as a failure instead of a silent success.
+
+Every request is recorded (path, headers, raw body bytes, parsed JSON) in the
+order it arrived, including requests whose client gave up before the answer.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import contextlib
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """One scripted answer. Build them with :func:`ok`, :func:`error`, :func:`slow`,
+    :func:`empty` and :func:`garbage` rather than directly."""
+
+    kind: str
+    text: str = ""
+    usage: dict | None = None
+    status: int = 200
+    retry_after: float | None = None
+    delay: float = 0.0
+    body: bytes | None = None
+
+
+def ok(text: str, usage: dict | None = None) -> Behaviour:
+    """A normal completion whose message content is ``text``."""
+    return Behaviour("ok", text=text, usage=usage)
+
+
+def error(status: int = 500, message: str | None = None, retry_after: float | None = None) -> Behaviour:
+    """An HTTP error with an OpenAI-style error body (and a Retry-After header if given)."""
+    return Behaviour("error", text=message or f"scripted error {status}", status=status, retry_after=retry_after)
+
+
+def slow(seconds: float, text: str = "late summary") -> Behaviour:
+    """Sleep ``seconds`` before answering ``text`` (to exercise client timeouts)."""
+    return Behaviour("slow", text=text, delay=seconds)
+
+
+def empty() -> Behaviour:
+    """A well-formed completion whose content is the empty string."""
+    return Behaviour("empty", text="")
+
+
+def garbage(body: bytes = b"<html>this is not JSON at all") -> Behaviour:
+    """Status 200, JSON content type, body that does not parse."""
+    return Behaviour("garbage", body=body)
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any = None
+    behaviour: str | None = None
+
+    @property
+    def model(self) -> str | None:
+        return self.json.get("model") if isinstance(self.json, dict) else None
+
+    @property
+    def messages(self) -> list[dict]:
+        return list(self.json.get("messages") or []) if isinstance(self.json, dict) else []
+
+
+@dataclass
+class _State:
+    shared: deque = field(default_factory=deque)
+    by_model: dict[str, deque] = field(default_factory=dict)
+    requests: list[RecordedRequest] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    counter: int = 0
+
+
+def _usage_for(request_json: Any, text: str, usage: dict | None) -> dict:
+    if usage is not None:
+        return usage
+    # A rough, deterministic stand-in for provider usage: 4 characters a token.
+    prompt_chars = len(json.dumps(request_json.get("messages", []) if isinstance(request_json, dict) else ""))
+    prompt, completion = max(1, prompt_chars // 4), max(0, len(text) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "ScriptedLLM/1.0"
+    protocol_version = "HTTP/1.1"
+
+    # Quiet: the default handler prints every request to stderr.
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    @property
+    def state(self) -> _State:
+        return self.server.state  # type: ignore[attr-defined]
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json",
+              extra: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            # One request per connection keeps the client's pool from reusing a socket
+            # the server already dropped (which would look like a network error).
+            self.send_header("Connection", "close")
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and left; the attempt is already recorded
+        self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, json.dumps({"object": "list", "data": []}).encode())
+            return
+        self._send(404, b'{"error": {"message": "not found"}}')
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        record = RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body, parsed)
+        state = self.state
+        with state.lock:
+            state.requests.append(record)
+            state.counter += 1
+            number = state.counter
+            model = parsed.get("model") if isinstance(parsed, dict) else None
+            queue = state.by_model.get(model) if model is not None else None
+            if queue:
+                behaviour = queue.popleft()
+            elif state.shared:
+                behaviour = state.shared.popleft()
+            else:
+                behaviour = None
+        if self.path.split("?", 1)[0] not in CHAT_PATHS:
+            record.behaviour = "not_found"
+            self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
+            return
+        if behaviour is None:
+            record.behaviour = "exhausted"
+            self._send(500, json.dumps({"error": {"message": "no scripted behaviour left",
+                                                  "type": "server_error"}}).encode())
+            return
+        record.behaviour = behaviour.kind
+        self._answer(behaviour, parsed, number)
+
+    def _answer(self, b: Behaviour, request_json: Any, number: int) -> None:
+        if b.kind == "error":
+            extra = {"Retry-After": f"{b.retry_after:g}"} if b.retry_after is not None else None
+            payload = {"error": {"message": b.text, "type": "server_error" if b.status >= 500 else "invalid_request_error",
+                                 "code": b.status}}
+            self._send(b.status, json.dumps(payload).encode(), extra=extra)
+            return
+        if b.kind == "garbage":
+            self._send(200, b.body or b"", content_type="application/json")
+            return
+        if b.kind == "slow":
+            time.sleep(b.delay)
+        model = request_json.get("model", "scripted") if isinstance(request_json, dict) else "scripted"
+        payload = {
+            "id": f"chatcmpl-scripted-{number}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": b.text}}],
+            "usage": _usage_for(request_json, b.text, b.usage),
+        }
+        self._send(200, json.dumps(payload).encode())
+
+
+class ScriptedLLMServer:
+    """Threaded OpenAI-compatible server on 127.0.0.1; see the module docstring."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+        self._host, self._port = host, port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._state = _State()
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> "ScriptedLLMServer":
+        httpd = ThreadingHTTPServer((self._host, self._port), _Handler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False  # a handler sleeping in slow() must not hold up stop()
+        httpd.state = self._state  # type: ignore[attr-defined]
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"scripted-llm-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "ScriptedLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- addresses ---------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server is not running")
+        return self._httpd.server_address[1]
+
+    @property
+    def api_base(self) -> str:
+        """What to pass as litellm's ``api_base`` (model string ``openai/<anything>``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting -----------------------------------------------------------------
+    def script(self, *behaviours: Behaviour, model: str | None = None) -> "ScriptedLLMServer":
+        """Queue behaviours, for any model or only for requests naming ``model``
+        (the name as sent on the wire, i.e. without litellm's ``openai/`` prefix)."""
+        with self._state.lock:
+            if model is None:
+                self._state.shared.extend(behaviours)
+            else:
+                self._state.by_model.setdefault(model, deque()).extend(behaviours)
+        return self
+
+    def pending(self) -> int:
+        """Behaviours scripted but not consumed yet."""
+        with self._state.lock:
+            return len(self._state.shared) + sum(len(q) for q in self._state.by_model.values())
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._state.lock:
+            return list(self._state.requests)
+
+    def clear(self) -> None:
+        with self._state.lock:
+            self._state.shared.clear()
+            self._state.by_model.clear()
+            self._state.requests.clear()
+
+
+@contextlib.contextmanager
+def scripted_llm_server() -> Iterator[ScriptedLLMServer]:
+    server = ScriptedLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+try:  # a ready-made fixture for test modules that import it (pytest may be absent at runtime)
+    import pytest
+
+    @pytest.fixture
+    def llm_server() -> Iterator[ScriptedLLMServer]:
+        """A started :class:`ScriptedLLMServer`, stopped after the test."""
+        with scripted_llm_server() as server:
+            yield server
+except ImportError:  # pragma: no cover
+    pass
