@@ -18,7 +18,7 @@ from .messages import Message, Provenance, text_of, wrap_originals
 from .outcome import Outcome, Skipped
 from .policy import Policy
 from .tokens import CategoryTotals, MessageCounter, MessageTokens, make_counter
-from .triggers import ConditionResult, TriggerState, evaluate
+from .triggers import ConditionResult, TriggerState, evaluate, usable_window
 from .windows import resolve_window
 
 
@@ -184,7 +184,7 @@ class Compactor:
             kwargs["tool_call_formatter"] = self.hooks.tool_call_formatter
         if self.hooks.tool_result_formatter is not None:
             kwargs["tool_result_formatter"] = self.hooks.tool_result_formatter
-        result = summarize(span, policy.summarizer, previous_summary=previous_summary, counter=self.counter,
+        result = summarize(span, self._summarizer_settings(), previous_summary=previous_summary, counter=self.counter,
                            fallback_window=policy.fallback_context_window, replaced_tokens=replaced_tokens,
                            on_event=emit, language=policy.finalize.language, **kwargs)
         text = self._apply_hook("post_summary", self.hooks.post_summary, result.text, emit)
@@ -243,6 +243,15 @@ class Compactor:
         return outcome
 
     # -- helpers -------------------------------------------------------------------
+    def _summarizer_settings(self):
+        """The summarizer section with the word budget capped at ~10% of the usable window
+        (about 1.35 tokens a word), so a summary never refills a small window by itself."""
+        settings = self.policy.summarizer
+        cap = max(50, int(0.10 * usable_window(self.window, self.policy.reserved_output_tokens) / 1.35))
+        if settings.max_summary_words == 0 or settings.max_summary_words > cap:
+            return settings.model_copy(update={"max_summary_words": cap})
+        return settings
+
     def _apply_hook(self, name: str, hook: Callable | None, value: str, emit) -> str:
         if hook is None:
             return value

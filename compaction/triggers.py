@@ -7,6 +7,13 @@ from dataclasses import dataclass, field
 from . import policy as P
 
 
+def usable_window(window: int, reserved: int) -> int:
+    """Window minus the room reserved for output. The reserve never takes more than a
+    quarter of the window, so a 4,096-token reserve meant for large models does not
+    swallow a small one."""
+    return max(1, window - min(reserved, window // 4))
+
+
 @dataclass
 class TriggerState:
     """The numbers a trigger looks at, all maintained incrementally by LiveContext."""
@@ -21,7 +28,7 @@ class TriggerState:
 
     @property
     def usable_window(self) -> int:
-        return max(1, self.window - self.reserved_output_tokens)
+        return usable_window(self.window, self.reserved_output_tokens)
 
 
 @dataclass
@@ -103,7 +110,7 @@ def _leaf(kind: str, value: float, threshold: float) -> ConditionResult:
 
 def token_thresholds(cond, window: int, reserved: int = 0) -> list[tuple[str, int]]:
     """Absolute token thresholds in a condition tree (for threshold lines on charts)."""
-    usable = max(1, window - reserved)
+    usable = usable_window(window, reserved)
     out: list[tuple[str, int]] = []
     if isinstance(cond, (P.AnyCondition, P.AllCondition)):
         for c in cond.conditions:

@@ -143,6 +143,9 @@ class Session(models.Model):
     messages_since_summary = models.PositiveIntegerField(default=0)
     compaction_count = models.PositiveIntegerField(default=0)
 
+    # tool calls still waiting for their result: {call id: position of the assistant message}
+    open_tool_calls = JSONTextField(default=dict)
+
     # serialization of runs: the id of the run currently executing (claimed) on this session
     active_run_id = models.BigIntegerField(null=True, blank=True)
 
@@ -178,6 +181,8 @@ class Message(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "position"], name="message_position_unique")]
+        indexes = [models.Index(fields=["session", "tool_call_id"], name="message_tool_result",
+                                condition=~Q(tool_call_id=""))]
 
     @property
     def content(self):
@@ -189,14 +194,19 @@ class Message(models.Model):
 
 
 class SessionContext(models.Model):
-    """The live context. ``items`` are compaction.messages.Message.to_dict() plus each
-    item's token counts; ``rendered`` is the JSON text of the message list to send."""
+    """The live context, as two JSON texts (kept as text so an append is a string
+    concatenation and a read is a row fetch, with no parse or re-serialisation):
+    ``items``: compaction.messages.Message.to_dict() of each live message plus its token
+    counts (``"tokens": {"total", "by_category"}``); ``rendered``: the message list to send."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="context")
     version = models.PositiveIntegerField(default=0)
-    items = JSONTextField(default=list)
+    items = models.TextField(default="[]")
     rendered = models.TextField(default="[]")
     updated_at = models.DateTimeField(auto_now=True)
+
+    def load_items(self) -> list[dict]:
+        return json.loads(self.items)
 
 
 class CompactionRun(models.Model):

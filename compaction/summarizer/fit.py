@@ -29,6 +29,7 @@ CountText = Callable[[str], int]
 MIN_KEEP_TOKENS = 48      # a clipped block keeps at least this many tokens (label, head, tail)
 MARKER_TOKENS = 12        # room reserved for the marker itself
 _MAX_ROUNDS = 8
+_EXACT_CHARS = 200_000    # texts longer than this are estimated from a sample while deciding
 
 
 def clip_marker(chars: int) -> str:
@@ -115,15 +116,16 @@ class _Clipper:
     """Holds the original blocks and the current cap of each; re-clips from the original
     body every round so markers never nest."""
 
-    def __init__(self, blocks: list[Block], count: CountText):
+    def __init__(self, blocks: list[Block], count: CountText, tokens: list[int]):
         self.original = blocks
         self.count = count
         self.current = list(blocks)
-        self.tokens = [count(b.text) for b in blocks]
+        self.tokens = list(tokens)
         self.label_tokens = [count(b.prefix + b.suffix) if (b.prefix or b.suffix) else 0 for b in blocks]
         self.body_tokens = [max(0, t - lt) for t, lt in zip(self.tokens, self.label_tokens)]
         self.clipped_chars = [0] * len(blocks)
         self.dropped_head = 0
+        self.original_tokens = list(tokens)
 
     def cap(self, i: int, cap_tokens: int) -> None:
         blk = self.original[i]
@@ -153,7 +155,7 @@ class _Clipper:
         if self.dropped_head:
             out.append({"kind": "omitted", "messages": self.dropped_head,
                         "message_ids": [b.message_id for b in self.original[: self.dropped_head]],
-                        "tokens_before": sum(self.count(b.text) for b in self.original[: self.dropped_head]),
+                        "tokens_before": sum(self.original_tokens[: self.dropped_head]),
                         "tokens_after": 0})
         for i in range(self.dropped_head, len(self.original)):
             if self.clipped_chars[i]:
@@ -166,11 +168,13 @@ class _Clipper:
         return out
 
 
-def _fit_clip_largest(blocks: list[Block], budget: int, count: CountText, sep_tokens: int) -> FitResult:
-    c = _Clipper(blocks, count)
-    for _ in range(_MAX_ROUNDS):
+def _fit_clip_largest(blocks: list[Block], budget: int, count: CountText, sep_tokens: int,
+                      tokens: list[int]) -> FitResult:
+    c = _Clipper(blocks, count, tokens)
+    for round_ in range(_MAX_ROUNDS):
         text = join_blocks(c.blocks())
-        exact = count(text)
+        # The first round works from the per-block counts; later rounds check the real text.
+        exact = c.total(sep_tokens) if round_ == 0 else count(text)
         if exact <= budget:
             return FitResult(c.blocks(), text, exact, c.report())
         excess = exact - budget
@@ -200,8 +204,8 @@ def _fit_clip_largest(blocks: list[Block], budget: int, count: CountText, sep_to
     return FitResult(c.blocks(), text, count(text), c.report())
 
 
-def _fit_keep_last(blocks: list[Block], budget: int, count: CountText, sep_tokens: int) -> FitResult:
-    tokens = [count(b.text) for b in blocks]
+def _fit_keep_last(blocks: list[Block], budget: int, count: CountText, sep_tokens: int,
+                   tokens: list[int]) -> FitResult:
     room = budget - MARKER_TOKENS
     kept: list[Block] = []
     clipped: list[dict] = []
@@ -251,15 +255,31 @@ def _fit_keep_last(blocks: list[Block], budget: int, count: CountText, sep_token
     return FitResult(kept, text, exact, clipped)
 
 
+def estimate_tokens(count: CountText, text: str) -> int:
+    """Exact count for ordinary texts; for huge ones (megabytes of log) the count of the
+    head and the tail, scaled to the length. Only used to decide what to clip: the
+    final text is always counted exactly."""
+    if len(text) <= _EXACT_CHARS:
+        return count(text)
+    half = _EXACT_CHARS // 2
+    sample = count(text[:half]) + count(text[-half:])
+    return int(sample * len(text) / (2 * half)) + 1
+
+
 def fit_blocks(blocks: list[Block], budget: int, count: CountText, strategy: str = "clip_largest") -> FitResult:
     """Fit ``blocks`` into ``budget`` tokens (as counted by ``count``) with ``strategy``."""
-    text = join_blocks(blocks)
-    exact = count(text)
-    if exact <= budget or not blocks:
-        return FitResult(list(blocks), text, exact, [])
-    sep_tokens = count(BLOCK_SEPARATOR) or 1
-    if strategy == "keep_last":
-        return _fit_keep_last(list(blocks), budget, count, sep_tokens)
-    if strategy != "clip_largest":
+    if strategy not in ("clip_largest", "keep_last"):
         raise ValueError(f"unknown input strategy {strategy!r}")
-    return _fit_clip_largest(list(blocks), budget, count, sep_tokens)
+    if not blocks:
+        return FitResult([], "", 0, [])
+    sep_tokens = count(BLOCK_SEPARATOR) or 1
+    tokens = [estimate_tokens(count, b.text) for b in blocks]
+    estimate = sum(tokens) + sep_tokens * (len(blocks) - 1)
+    if estimate <= budget + len(blocks):
+        text = join_blocks(blocks)
+        exact = count(text)
+        if exact <= budget:
+            return FitResult(list(blocks), text, exact, [])
+    if strategy == "keep_last":
+        return _fit_keep_last(list(blocks), budget, count, sep_tokens, tokens)
+    return _fit_clip_largest(list(blocks), budget, count, sep_tokens, tokens)

@@ -1,0 +1,379 @@
+"""Retention score: how many identifiers of an evicted span survive in the new context.
+
+Identifiers are the concrete handles an agent needs to continue work after a summary:
+
+``path``          file paths: unix (``/etc/hosts``, ``./a.sh``, ``src/app/models.py``), windows
+                  (``C:\\Users\\me\\x.txt``) and bare file names with a known extension (``setup.cfg``)
+``url``           ``http(s)://``, ``ftp://``, ``file://``, ``ws(s)://`` URLs
+``uuid``          ``8-4-4-4-12`` hex UUIDs
+``hex_id``        hex runs of 7+ characters holding both a digit and a letter (git shas, hashes)
+``number_unit``   a number with a unit or counted noun: ``200 ms``, ``3.5GB``, ``95%``, ``404 errors``,
+                  ``$20``; stored as ``"<number> <unit>"`` (``"95%"``, ``"$20"`` for symbols) and found
+                  with or without the space
+``error``         error class names ``\\w+(Error|Exception|Warning)``
+``code``          code identifiers of 4+ characters with an ``_``, a ``.`` or an inner capital:
+                  ``load_settings``, ``camelCase``, ``HTTPServer``, ``os.path.join``
+``quoted``        quoted strings in *user* messages (``"..."``, ``'...'``, `````...`````, ``“...”``,
+                  ``「...」``), 3-80 characters
+
+Each stretch of text is claimed by the first kind that matches it, in the order above (a
+URL is not also a path; ``src/models.py`` is not also the code identifier ``models.py``);
+quoted strings are taken independently. Long base64 runs (embedded files) are ignored.
+
+*Referenced* identifiers are those the user or the agent wrote: user and assistant text
+and tool-call arguments (JSON string values). *All* identifiers add tool results (and
+system text). An identifier is *kept* when it occurs, case-insensitively, anywhere in the
+new context's text (message contents, tool-call names and arguments).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from .messages import iter_text
+
+KINDS = ("path", "url", "uuid", "hex_id", "number_unit", "error", "code", "quoted")
+MISSING_LIMIT = 50
+MAX_IDENTIFIER_LEN = 300
+
+_A = re.ASCII
+
+# Embedded files (images, archives) in text: never identifiers, and slow to scan.
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/]{200,}={0,2}")
+
+_URL_RE = re.compile(r"""\b(?:https?|ftp|file|wss?)://[^\s<>"'`|\\^{}\[\]]+""", re.IGNORECASE)
+
+_UUID_RE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", _A)
+
+_EXTENSIONS = (
+    "py pyi pyx pyc ipynb js jsx mjs cjs ts tsx json jsonl ndjson yaml yml toml ini cfg conf env properties "
+    "md mdx rst txt csv tsv log xml html htm css scss sass less sql sh bash zsh fish ps1 bat cmd "
+    "c h cc cpp hpp cxx hxx rs go java kt kts scala rb php swift cs fs dart ex exs erl hrl hs lua jl "
+    "vue svelte lock gradle mk cmake proto graphql gql tf tfvars hcl nix dockerfile "
+    "png jpg jpeg gif svg webp ico bmp tiff pdf doc docx xls xlsx ppt pptx zip gz tgz tar bz2 xz 7z whl egg "
+    "so dylib dll exe bin o a db sqlite sqlite3 dcm parquet pkl pickle npy npz h5 onnx pt ckpt safetensors "
+    "patch diff orig bak tmp pem key crt csr pub p12 jar war class wasm map"
+).split()
+_SPECIAL_FILES = ("Makefile", "Dockerfile", "Containerfile", "Jenkinsfile", "Vagrantfile", "Gemfile",
+                  "Rakefile", "Procfile", "Justfile", "CMakeLists.txt", "README", "LICENSE", "CHANGELOG")
+_EXTENSION_SET = frozenset(_EXTENSIONS)
+_SEG = r"(?>[A-Za-z0-9_@+.$-]+)"          # atomic: no backtracking inside a segment
+_STEM = r"(?>[A-Za-z0-9_@+$-]+)"
+_PATH_RE = re.compile(
+    r"(?<![A-Za-z0-9_/~.@+$:\\-])(?:"
+    r"[A-Za-z]:(?:\\{1,2}" + _SEG + r")+\\{0,2}"        # windows: C:\dir\file (JSON-escaped too)
+    r"|(?:~|\.{1,2})?(?:/" + _SEG + r")+/?"                  # absolute, ~/..., ./..., ../...
+    r"|" + _SEG + r"(?:/" + _SEG + r")+/?"                   # relative with a slash
+    r"|" + _STEM + r"(?:\." + _STEM + r")+"                  # name.ext (extension checked in _clean_path)
+    r"|(?:" + "|".join(re.escape(s) for s in _SPECIAL_FILES) + r")(?![A-Za-z0-9_.])"
+    r")",
+    _A,
+)
+_SLASH_WORDS = frozenset({"and/or", "either/or", "i/o", "yes/no", "on/off", "true/false", "he/she", "his/her",
+                          "w/o", "n/a", "read/write", "input/output", "client/server", "s/he"})
+
+_HEX_RE = re.compile(r"\b(?:0x)?(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b", _A)
+
+_UNITS = frozenset((
+    "ns us µs μs ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks "
+    "month months year years b byte bytes kb mb gb tb pb kib mib gib tib k bit bits kbps mbps gbps "
+    "hz khz mhz ghz rpm qps rps tps fps px pt em rem dpi ppi cm mm km kg mg ml "
+    "token tokens char chars character characters word words line lines file files test tests error errors "
+    "failure failures warning warnings request requests retry retries attempt attempts message messages "
+    "row rows record records item items user users call calls step steps iteration iterations epoch epochs "
+    "core cores thread threads worker workers node nodes page pages commit commits issue issues "
+    "passed failed skipped usd eur gbp x"
+).split())
+# A number, then a word (kept when it is a unit, see _UNITS), a glued %/x, or a $ amount.
+_NUMBER_UNIT_RE = re.compile(
+    r"(\d)(?<![A-Za-z0-9_.,$/\\-]\d)(\d*(?:[.,]\d+)*)"
+    r"(?:\s?([A-Za-z\u00b5\u03bc]+)|(%|\u00d7))(?![A-Za-z0-9_])"
+    r"|\$\s?(\d+(?:[.,]\d+)*)(?![A-Za-z0-9_])"
+)
+
+_ERROR_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*?(?:Error|Exception|Warning)\b", _A)
+
+_CODE_RE = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:"
+    r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"                  # dotted.names
+    r"|(?=[A-Za-z0-9_]*(?:_|[a-z][A-Z]|[A-Z][A-Z][a-z]))[A-Za-z_][A-Za-z0-9_]*"  # snake_case, camelCase
+    r")(?![A-Za-z0-9_])",
+    _A,
+)
+_PLURAL_ACRONYM = re.compile(r"[A-Z]+s", _A)
+
+_QUOTED_RE = re.compile(
+    r'"([^"\n]{3,80})"'
+    r"|(?<![A-Za-z0-9])'([^'\n]{3,80})'(?![A-Za-z0-9])"
+    r"|`([^`\n]{3,80})`"
+    r"|\u201c([^\u201d\n]{3,80})\u201d"
+    r"|\u300c([^\u300d\n]{3,80})\u300d"
+)
+_HAS_ALNUM = re.compile(r"\w")
+
+_TRAILING = ".,;:!?"
+
+
+@dataclass
+class Identifiers:
+    """Identifiers of a span. ``by_kind`` holds every identifier (referenced or not) per kind."""
+    referenced: set[str] = field(default_factory=set)
+    all: set[str] = field(default_factory=set)
+    by_kind: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in KINDS})
+
+
+# -- text of messages ---------------------------------------------------------------------
+
+def _raw(message: Any) -> dict:
+    return message.raw if hasattr(message, "raw") else message
+
+
+def _json_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _json_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _json_strings(v)
+
+
+def _argument_texts(arguments: Any) -> Iterator[str]:
+    """String values of a tool call's JSON arguments (the raw string when it is not JSON)."""
+    if not isinstance(arguments, str) or not arguments:
+        return
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        yield arguments
+        return
+    yield from _json_strings(parsed)
+
+
+def _pieces(raw: dict) -> Iterator[tuple[str, str]]:
+    """(origin, text) for one message; origin is user|assistant|arguments|tool|system."""
+    role = raw.get("role")
+    origin = {"user": "user", "assistant": "assistant", "tool": "tool"}.get(role, "system")
+    for text in iter_text(raw.get("content")):
+        if text:
+            yield origin, text
+    for call in raw.get("tool_calls") or []:
+        fn = call.get("function") or {} if isinstance(call, dict) else {}
+        for text in _argument_texts(fn.get("arguments")):
+            if text:
+                yield "arguments", text
+
+
+def render_text(messages: Iterable[Any]) -> str:
+    """All text of a message list, tool-call names and argument values included."""
+    out: list[str] = []
+    for m in messages:
+        raw = _raw(m)
+        out.extend(iter_text(raw.get("content")))
+        for call in raw.get("tool_calls") or []:
+            fn = (call.get("function") or {}) if isinstance(call, dict) else {}
+            if fn.get("name"):
+                out.append(fn["name"])
+            out.extend(_argument_texts(fn.get("arguments")))
+    return "\n".join(out)
+
+
+# -- extraction -------------------------------------------------------------------------------
+
+def _clean_path(s: str) -> str | None:
+    s = s.rstrip(_TRAILING)
+    if "/" not in s and "\\" not in s and "." in s:
+        # a bare file name: only with a known extension (os.path.join is code, setup.cfg a file)
+        return s if s.rsplit(".", 1)[1].lower() in _EXTENSION_SET else None
+    if "\\" in s:
+        s = re.sub(r"\\\\", r"\\", s)
+        return s if len(s) >= 4 else None
+    if len(s) < 3 or not re.search(r"[A-Za-z]", s):
+        return None
+    if "/" in s and not s.startswith(("/", "~", ".")):
+        segments = [p for p in s.split("/") if p]
+        if s.lower() in _SLASH_WORDS or ("." not in s and (any(len(p) == 1 for p in segments)
+                                                          or all(len(p) <= 2 for p in segments))):
+            return None  # and/or, req/s, km/h, I/O
+        if all(p.isdigit() for p in segments):
+            return None
+    if s.startswith("/") and s.count("/") == 1 and len(s) < 4:
+        return None
+    return s
+
+
+def _clean_url(s: str) -> str | None:
+    s = s.rstrip(_TRAILING + ")'\"")
+    return s if len(s) > 10 else None
+
+
+def _clean_number(m: re.Match) -> str:
+    if m.group(5) is not None:
+        return "$" + m.group(5)
+    number = m.group(1) + m.group(2)
+    if m.group(4) is not None:
+        return number + m.group(4)
+    unit = m.group(3)
+    return number + unit if unit in ("x", "X") else f"{number} {unit}"
+
+
+def _clean_code(s: str) -> str | None:
+    if len(s) < 4 or _PLURAL_ACRONYM.fullmatch(s) or s.strip("_") == "":
+        return None
+    return s
+
+
+# Passes over whitespace-free tokens: (kind, pattern, cleaner returning the identifier or None).
+_TOKEN_PASSES = (
+    ("url", _URL_RE, lambda m: _clean_url(m.group(0))),
+    ("uuid", _UUID_RE, lambda m: m.group(0).lower()),
+    ("path", _PATH_RE, lambda m: _clean_path(m.group(0))),
+    ("error", _ERROR_RE, lambda m: m.group(0)),
+    ("hex_id", _HEX_RE, lambda m: m.group(0)),
+    ("code", _CODE_RE, lambda m: _clean_code(m.group(0))),
+)
+# Tokens that cannot hold an identifier: plain lower-case words and bare numbers.
+_BORING = re.compile(r"[a-z]*[.,;:!?)]*|[0-9.,:%]*")
+
+
+def _scan_full_text(text: str, found: dict[str, set[str]], quoted: bool, tokens: set[str]) -> None:
+    """Kinds that may span whitespace (numbers with units, quoted strings) are read from the
+    text itself; everything else is read later from the span's distinct tokens."""
+    if quoted:
+        for m in _QUOTED_RE.finditer(text):
+            inner = next(g for g in m.groups() if g is not None).strip()
+            if len(inner) >= 3 and _HAS_ALNUM.search(inner):
+                found["quoted"].add(inner)
+    bucket = found["number_unit"]
+    for m in _NUMBER_UNIT_RE.finditer(text):
+        unit = m.group(3)
+        if unit is None or (unit.lower() in _UNITS and not (unit in ("x", "X") and " " in m.group(0))):
+            bucket.add(_clean_number(m))
+    tokens.update(text.split())
+
+
+def _scan_tokens(tokens: Iterable[str], found: dict[str, set[str]]) -> None:
+    interesting = []
+    for tok in tokens:
+        if _BORING.fullmatch(tok):
+            continue
+        if len(tok) >= 200:
+            tok = _BASE64_RE.sub(" ", tok)
+        interesting.append(tok)
+    text = "\n".join(interesting)
+    for kind, pattern, clean in _TOKEN_PASSES:
+        bucket = found[kind]
+
+        def take(m: re.Match, bucket=bucket, clean=clean) -> str:
+            value = clean(m)
+            if not value:
+                return m.group(0)  # not this kind: leave the text to the next passes
+            if len(value) <= MAX_IDENTIFIER_LEN:
+                bucket.add(value)
+            return " "
+
+        text = pattern.sub(take, text)
+
+
+def _extract_text(text: str, found: dict[str, set[str]], quoted: bool) -> None:
+    """Identifiers of one text (used by tests and tools; the span extractor batches tokens)."""
+    tokens: set[str] = set()
+    _scan_full_text(text, found, quoted, tokens)
+    _scan_tokens(tokens, found)
+
+
+def extract_identifiers(messages: list[dict]) -> Identifiers:
+    """Identifiers of a message list (dicts or :class:`~compaction.messages.Message`).
+
+    Each distinct whitespace-separated token of the span is examined once, so repeated
+    text (the norm in agent transcripts) costs almost nothing.
+    """
+    referenced = {k: set() for k in KINDS}
+    others = {k: set() for k in KINDS}
+    ref_tokens: set[str] = set()
+    other_tokens: set[str] = set()
+    seen: set[tuple[bool, int, str]] = set()  # repeated texts (re-read files, retried commands) once
+    for m in messages:
+        for origin, text in _pieces(_raw(m)):
+            is_ref = origin not in ("tool", "system")
+            key = (is_ref and origin == "user", len(text), text)
+            if key in seen:
+                continue
+            seen.add(key)
+            if is_ref:
+                _scan_full_text(text, referenced, origin == "user", ref_tokens)
+            else:
+                _scan_full_text(text, others, False, other_tokens)
+    _scan_tokens(ref_tokens, referenced)
+    _scan_tokens(other_tokens - ref_tokens, others)
+    ref_all = set().union(*referenced.values())
+    by_kind = {k: referenced[k] | others[k] for k in KINDS}
+    return Identifiers(referenced=ref_all, all=set().union(*by_kind.values()), by_kind=by_kind)
+
+
+# -- presence -----------------------------------------------------------------------------------
+
+def _variants(identifier: str, kind_of: dict[str, str]) -> tuple[str, ...]:
+    low = identifier.lower()
+    if kind_of.get(identifier) == "number_unit" and " " in low:
+        return low, low.replace(" ", "")
+    if "\\" in low:
+        return low, low.replace("\\", "\\\\")
+    return (low,)
+
+
+class _Haystack:
+    """Lower-cased text of the new context with a token set as a fast path."""
+
+    _TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;]+")
+
+    def __init__(self, text: str):
+        self.text = text.lower()
+        self.tokens = set(self._TOKEN.findall(self.text))
+
+    def __contains__(self, needle: str) -> bool:
+        return needle in self.tokens or needle in self.text
+
+
+def _stats(total: set[str], kept: set[str]) -> dict:
+    n, k = len(total), len(total & kept)
+    return {"total": n, "kept": k, "score": round(k / n, 4) if n else None}
+
+
+def retention(evicted: list[dict], new_context: list[dict] | str) -> dict:
+    """Share of the evicted span's identifiers present in the new context.
+
+    Returns ``{"referenced": {"total", "kept", "score"}, "all": {...}, "missing": [...],
+    "by_kind": {kind: {"referenced": {...}, "all": {...}}}}``; ``score`` is None when the
+    span holds no identifier of that class; ``missing`` lists up to 50 referenced
+    identifiers absent from the new context, sorted. ``new_context`` may be a message
+    list or already rendered text.
+    """
+    ids = extract_identifiers(evicted)
+    haystack = _Haystack(new_context if isinstance(new_context, str) else render_text(new_context))
+    kind_of: dict[str, str] = {}
+    for kind in KINDS:
+        for ident in ids.by_kind[kind]:
+            kind_of.setdefault(ident, kind)
+    kept = {i for i in ids.all if any(v in haystack for v in _variants(i, kind_of))}
+    missing = sorted(ids.referenced - kept)
+    return {
+        "referenced": _stats(ids.referenced, kept),
+        "all": _stats(ids.all, kept),
+        "missing": missing[:MISSING_LIMIT],
+        "by_kind": {k: {"referenced": _stats(ids.by_kind[k] & ids.referenced, kept),
+                        "all": _stats(ids.by_kind[k], kept)} for k in KINDS},
+    }
+
+
+def compression(tokens_before_span: int, tokens_summary: int) -> float | None:
+    """How many times smaller the summary is than the span it replaces
+    (``tokens_before_span / tokens_summary``, e.g. 12.5); None when either side is empty."""
+    if tokens_before_span < 0 or tokens_summary < 0:
+        raise ValueError("token counts cannot be negative")
+    if tokens_before_span == 0 or tokens_summary == 0:
+        return None
+    return round(tokens_before_span / tokens_summary, 2)

@@ -1,0 +1,91 @@
+"""Model -> response dicts (one place, so the API and tests agree on shapes)."""
+from __future__ import annotations
+
+from ..models import ArchiveEntry, ArchiveItem, CompactionRun, Message, Policy, RunEvent, Session
+from ..selectors.sessions import session_detail
+
+
+def session_out(s: Session) -> dict:
+    return {
+        "id": s.pk, "title": s.title, "external_id": s.external_id, "model": s.model, "format": s.source_format,
+        "message_count": s.message_count, "context_messages": s.context_messages,
+        "context_tokens": s.context_total, "history_tokens": s.history_total,
+        "compaction_count": s.compaction_count, "policy_id": s.policy_id, "created_at": s.created_at,
+        "updated_at": s.updated_at, "last_message_at": s.last_message_at, "url": f"/api/sessions/{s.pk}",
+    }
+
+
+def session_detail_out(s: Session) -> dict:
+    out = session_out(s)
+    out.update({
+        "tokenizer": s.tokenizer, "tools_tokens": s.tools_tokens, "history_by_category": s.history_tokens,
+        "context_by_category": s.context_tokens, "context_version": s.context_version,
+        "tokens_since_summary": s.tokens_since_summary, "messages_since_summary": s.messages_since_summary,
+        "last_compacted_at": s.last_compacted_at, "active_run_id": s.active_run_id,
+    })
+    out.update(session_detail(s))
+    return out
+
+
+def trigger_out(result) -> dict | None:
+    if result is None:
+        return None
+    return {"fired": result.fired, "reason": result.reason, "detail": result.to_dict()}
+
+
+def run_ref(run: CompactionRun | None, created: bool) -> dict | None:
+    if run is None:
+        return None
+    return {"run_id": run.pk, "status": run.status, "status_url": f"/api/runs/{run.pk}", "created": created}
+
+
+def message_out(m: Message) -> dict:
+    return {"position": m.position, "role": m.role, "message": m.raw, "tokens": m.tokens,
+            "tokens_by_category": m.tokens_by_category, "content_hash": m.content_hash, "created_at": m.created_at}
+
+
+def run_out(r: CompactionRun) -> dict:
+    return {
+        "id": r.pk, "session_id": r.session_id, "trigger": r.trigger, "reason": r.reason, "force": r.force,
+        "status": r.status,
+        "progress": {"step": r.progress_step, "attempt": r.progress_attempt, "detail": r.progress_detail or {}},
+        "created_at": r.created_at, "started_at": r.started_at, "finished_at": r.finished_at,
+        "duration_ms": r.duration_ms, "deliveries": r.deliveries, "policy_id": r.policy_id,
+        "policy_version": r.policy_version, "tokens_before": r.tokens_before, "tokens_after": r.tokens_after,
+        "messages_before": r.messages_before, "messages_after": r.messages_after, "model": r.model,
+        "error": r.error, "error_kind": r.error_kind, "archive_refs": r.archive_refs or [],
+        "url": f"/api/runs/{r.pk}",
+    }
+
+
+def event_out(e: RunEvent) -> dict:
+    return {"kind": e.kind, "delivery": e.delivery, "data": e.data or {}, "created_at": e.created_at}
+
+
+def run_detail_out(r: CompactionRun, events: list[RunEvent]) -> dict:
+    out = run_out(r)
+    out.update({
+        "summary": r.summary, "prompt": r.prompt or [], "attempts": r.attempts or [], "ledger": r.ledger or [],
+        "retention": r.retention, "compression": r.compression, "trigger_info": r.trigger_info,
+        "result": r.result or {}, "policy_snapshot": r.policy_snapshot or {}, "overrides": r.overrides or {},
+        "snapshot_messages": r.snapshot_messages, "appended_during_run": r.appended_during_run,
+        "context_version_after": r.context_version_after, "events": [event_out(e) for e in events],
+    })
+    return out
+
+
+def entry_out(e: ArchiveEntry) -> dict:
+    return {"id": e.entry_id, "session_id": e.session_id, "run_id": e.run_id, "kind": e.kind, "note": e.note,
+            "content_hash": e.content_hash, "item_count": e.item_count, "size_chars": e.size_chars,
+            "created_at": e.created_at, "url": f"/api/archive/{e.entry_id}"}
+
+
+def item_out(i: ArchiveItem) -> dict:
+    return {"index": i.index, "message_id": i.message_id, "ordinal": i.ordinal,
+            "tool_call_id": i.tool_call_id or None, "tool_name": i.tool_name or None, "message": i.raw}
+
+
+def policy_out(p: Policy, active_id: int | None) -> dict:
+    return {"id": p.pk, "name": p.name, "description": p.description, "version": p.version,
+            "active": p.pk == active_id, "policy": p.data, "created_at": p.created_at, "updated_at": p.updated_at,
+            "url": f"/api/policies/{p.pk}"}

@@ -1,0 +1,385 @@
+"""Request and response schemas of the REST API (they are the OpenAPI document)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Optional, Union
+
+from ninja import Schema
+from pydantic import AfterValidator, Field
+
+from compaction.formats import FORMATS
+
+from ..services.common import text_problem
+
+MAX_ID = 2**63 - 1
+
+
+def _storable(value: str | None) -> str | None:
+    if value is not None:
+        problem = text_problem(value)
+        if problem:
+            raise ValueError(problem)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl"]
+assert set(Format.__args__) == set(FORMATS)  # type: ignore[attr-defined]
+
+
+class Error(Schema):
+    detail: Any = Field(description="What went wrong: a sentence, or a list of validation errors.")
+    field: Optional[str] = Field(None, description="Dotted path of the offending setting or field, when known.")
+    fault: Optional[str] = Field(None, description="Machine-readable fault code of an import error.")
+    index: Optional[int] = Field(None, description="Index of the offending message, when known.")
+    line: Optional[int] = Field(None, description="Line of the offending JSONL record, when known.")
+
+
+# -- shared pieces ---------------------------------------------------------------------
+
+class Tokens(Schema):
+    system: int = 0
+    tools: int = 0
+    user: int = 0
+    assistant: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    summary: int = 0
+    total: int = 0
+
+
+class TriggerOut(Schema):
+    fired: bool
+    reason: str
+    detail: dict[str, Any]
+
+
+class RunRef(Schema):
+    run_id: int
+    status: str
+    status_url: str
+    created: bool = Field(description="True when this request queued the run; false when it reports a run already pending.")
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+class SessionImportIn(Schema):
+    messages: Union[list[dict[str, Any]], str] = Field(
+        description="The session: a list of messages (OpenAI chat, Anthropic Messages, or Claude Code records), "
+                    "or JSONL text (one OpenAI message or Claude Code record per line).")
+    tools: Optional[list[dict[str, Any]]] = Field(None, description="Tool schemas (OpenAI or Anthropic shape).")
+    system: Optional[Union[str, list[dict[str, Any]]]] = Field(None, description="Anthropic system prompt.")
+    title: Optional[Annotated[Text, Field(max_length=500)]] = None
+    external_id: Optional[Annotated[Text, Field(max_length=500)]] = Field(
+        None, description="Your id for the session; unique within the project.")
+    model: Optional[Annotated[Text, Field(max_length=200)]] = Field(
+        None, description="The agent's model (sets the tokenizer and context window when the policy names none).")
+    format: Optional[Format] = Field(None, description="Input format; detected when omitted.")
+    auto_compact: bool = Field(True, description="Check the trigger after import and queue a run when it fires.")
+
+
+class SessionOut(Schema):
+    id: int
+    title: str
+    external_id: str
+    model: str
+    format: str
+    message_count: int
+    context_messages: int
+    context_tokens: int
+    history_tokens: int
+    compaction_count: int
+    policy_id: Optional[int]
+    created_at: datetime
+    updated_at: datetime
+    last_message_at: Optional[datetime]
+    url: str
+
+
+class PendingRun(Schema):
+    run_id: int
+    status: str
+    status_url: str
+
+
+class SessionDetailOut(SessionOut):
+    tokenizer: str
+    tools_tokens: int
+    history_by_category: Tokens
+    context_by_category: Tokens
+    context_version: int
+    tokens_since_summary: int
+    messages_since_summary: int
+    last_compacted_at: Optional[datetime]
+    window: int
+    window_source: str
+    policy_name: str
+    trigger: TriggerOut
+    pending_run: Optional[PendingRun]
+    active_run_id: Optional[int]
+
+
+class SessionPage(Schema):
+    items: list[SessionOut]
+    next_cursor: Optional[str]
+
+
+class ImportOut(Schema):
+    session: SessionDetailOut
+    trigger: Optional[TriggerOut]
+    compaction: Optional[RunRef]
+
+
+class AppendIn(Schema):
+    messages: list[dict[str, Any]] = Field(min_length=1, description="OpenAI chat messages, in order.")
+    auto_compact: bool = Field(True, description="Check the trigger and queue a run when it fires.")
+
+
+class ContextSummary(Schema):
+    version: int
+    tokens: Tokens
+    messages: int
+
+
+class AppendOut(Schema):
+    session_id: int
+    appended: int
+    positions: list[int]
+    message_count: int
+    context: ContextSummary
+    trigger: Optional[TriggerOut]
+    compaction: Optional[RunRef] = Field(description="The run this append queued (or the one already pending), or null.")
+
+
+class MessageOut(Schema):
+    position: int
+    role: str
+    message: dict[str, Any]
+    tokens: int
+    tokens_by_category: dict[str, int]
+    content_hash: str
+    created_at: datetime
+
+
+class MessagePage(Schema):
+    items: list[MessageOut]
+    next_cursor: Optional[str]
+
+
+class ContextOut(Schema):
+    session_id: int
+    version: int
+    tag: str = Field(description="Changes whenever the context changes (also sent as the ETag header).")
+    tokens: Tokens
+    message_count: int
+    compactions: int
+    messages: list[dict[str, Any]] = Field(description="The messages to send to the model, OpenAI chat format.")
+
+
+class SessionPolicyIn(Schema):
+    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
+        None, description="A policy of this project, or null to follow the project's active policy.")
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+class ForceIn(Schema):
+    reason: Annotated[Text, Field(max_length=2000)] = ""
+    overrides: Optional[dict[str, Any]] = Field(None, description='Dotted settings, e.g. {"cut.keep_messages": 4}.')
+    policy: Optional[dict[str, Any]] = Field(None, description="A whole policy to use instead of the session's.")
+    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="A preset name instead of the session's policy.")
+
+
+class Progress(Schema):
+    step: str
+    attempt: int
+    detail: dict[str, Any]
+
+
+class RunOut(Schema):
+    id: int
+    session_id: int
+    trigger: str
+    reason: str
+    force: bool
+    status: str
+    progress: Progress
+    created_at: datetime
+    started_at: Optional[datetime]
+    finished_at: Optional[datetime]
+    duration_ms: Optional[int]
+    deliveries: int
+    policy_id: Optional[int]
+    policy_version: Optional[int]
+    tokens_before: Optional[dict[str, int]]
+    tokens_after: Optional[dict[str, int]]
+    messages_before: Optional[int]
+    messages_after: Optional[int]
+    model: str
+    error: str
+    error_kind: str
+    archive_refs: list[str]
+    url: str
+
+
+class RunEventOut(Schema):
+    kind: str
+    delivery: int
+    data: dict[str, Any]
+    created_at: datetime
+
+
+class RunDetailOut(RunOut):
+    summary: str
+    prompt: list[Any]
+    attempts: list[Any]
+    ledger: list[Any]
+    retention: Optional[dict[str, Any]]
+    compression: Optional[float]
+    trigger_info: Optional[dict[str, Any]]
+    result: dict[str, Any]
+    policy_snapshot: dict[str, Any]
+    overrides: dict[str, Any]
+    snapshot_messages: Optional[int]
+    appended_during_run: Optional[int]
+    context_version_after: Optional[int]
+    events: list[RunEventOut]
+
+
+class RunPage(Schema):
+    items: list[RunOut]
+    next_cursor: Optional[str]
+
+
+# -- archive -------------------------------------------------------------------------------
+
+class ArchiveEntryOut(Schema):
+    id: str
+    session_id: int
+    run_id: Optional[int]
+    kind: str
+    note: str
+    content_hash: str
+    item_count: int
+    size_chars: int
+    created_at: datetime
+    url: str
+
+
+class ArchiveEntryPage(Schema):
+    items: list[ArchiveEntryOut]
+    next_cursor: Optional[str]
+
+
+class ArchiveItemOut(Schema):
+    index: int
+    message_id: str
+    ordinal: Optional[int]
+    tool_call_id: Optional[str]
+    tool_name: Optional[str]
+    message: dict[str, Any]
+
+
+class ArchiveEntryDetailOut(ArchiveEntryOut):
+    offset: int
+    limit: int
+    next_offset: Optional[int]
+    items: list[ArchiveItemOut]
+
+
+class SearchHit(Schema):
+    entry_id: str
+    entry_kind: str
+    index: int
+    message_id: str
+    ordinal: Optional[int]
+    role: str
+    tool_name: Optional[str]
+    snippet: str
+    url: str
+
+
+class SearchPage(Schema):
+    query: str
+    items: list[SearchHit]
+    next_cursor: Optional[str]
+
+
+class ReplayOut(Schema):
+    session_id: int
+    count: int
+    matches_history: bool = Field(description="The rebuilt sequence equals the stored history, message for message.")
+    content_hash: str
+    messages: list[dict[str, Any]]
+
+
+# -- simulate and policies --------------------------------------------------------------------
+
+class SimulateIn(Schema):
+    policy: Optional[dict[str, Any]] = Field(None, description="A whole policy; default: the session's policy.")
+    preset: Optional[Annotated[Text, Field(max_length=100)]] = None
+    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = None
+    overrides: Optional[dict[str, Any]] = None
+
+
+class SimulateOut(Schema):
+    session_id: int
+    policy: dict[str, Any]
+    report: dict[str, Any] = Field(description="Same report as `python -m compaction replay --json`.")
+
+
+class PolicyIn(Schema):
+    name: Annotated[Text, Field(min_length=1, max_length=200)]
+    description: Annotated[Text, Field(max_length=5000)] = ""
+    policy: Optional[dict[str, Any]] = Field(None, description="The settings (compaction.policy.Policy as JSON).")
+    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="Start from a preset instead.")
+    overrides: Optional[dict[str, Any]] = Field(None, description="Dotted settings applied on top.")
+    activate: bool = Field(False, description="Make it the project's active policy.")
+
+
+class PolicyUpdateIn(Schema):
+    name: Optional[Annotated[Text, Field(min_length=1, max_length=200)]] = None
+    description: Optional[Annotated[Text, Field(max_length=5000)]] = None
+    policy: Optional[dict[str, Any]] = Field(None, description="Replace the settings with this policy.")
+    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="Replace the settings with this preset.")
+    overrides: Optional[dict[str, Any]] = Field(None, description="Dotted settings applied on top of the current (or new) settings.")
+
+
+class PolicyOut(Schema):
+    id: int
+    name: str
+    description: str
+    version: int
+    active: bool
+    policy: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    url: str
+
+
+class PolicyPage(Schema):
+    items: list[PolicyOut]
+    next_cursor: Optional[str]
+
+
+class PolicyVersionOut(Schema):
+    version: int
+    policy: dict[str, Any]
+    created_at: datetime
+
+
+class ActivePolicyIn(Schema):
+    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(None, description="null: use the default policy.")
+
+
+class ActivePolicyOut(Schema):
+    project: str
+    policy: Optional[PolicyOut]
+    effective: dict[str, Any] = Field(description="The settings new runs get (the active policy or the service default).")
+    source: Literal["policy", "default"]
+
+
+class PresetOut(Schema):
+    name: str
+    description: str
+    policy: dict[str, Any]

@@ -1,0 +1,163 @@
+"""Sessions: import, list, detail, delete, append, history, context, force, runs, simulate."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+from django.http import HttpResponse
+from ninja import Router
+from ninja.params import functions as param
+from pydantic import Field
+
+from ..models import Policy, TriggerKind
+from ..selectors import sessions as sel
+from ..selectors.policies import get_policy
+from ..selectors.runs import list_runs
+from ..services import NotFound, runs as run_service
+from ..services import sessions as service
+from ..services.policies import apply_service_defaults, build_policy, effective_policy
+from ..services.policies import set_session_policy
+from . import convert
+from .errors import ERROR_CODES
+from .schemas import (MAX_ID, AppendIn, AppendOut, ContextOut, Error, ForceIn, ImportOut, MessagePage, RunPage,
+                      RunRef, SessionDetailOut, SessionImportIn, SessionPage, SessionPolicyIn, SimulateIn,
+                      SimulateOut)
+
+router = Router(tags=["sessions"])
+
+SessionId = Annotated[int, param.Path(ge=1, le=MAX_ID, description="Session id.")]
+Cursor = Annotated[Optional[str], param.Query(None, max_length=200, description="next_cursor of the previous page.")]
+Limit = Annotated[Optional[int], param.Query(None, ge=1, le=500, description="Page size (default 50).")]
+ERR = {code: Error for code in ERROR_CODES}
+
+
+def _session(request, session_id: int):
+    return sel.get_session(request.auth.pk, session_id)
+
+
+@router.post("/sessions", response={201: ImportOut, **ERR}, summary="Import a session")
+def import_session(request, body: SessionImportIn):
+    """Import one session (OpenAI chat JSON or JSONL, Anthropic Messages, Claude Code JSONL).
+    Atomic: an invalid session writes nothing and the error names the index or line and the fault."""
+    imported = service.convert_payload(body.messages, tools=body.tools, system=body.system, format=body.format,
+                                       title=body.title, external_id=body.external_id, model=body.model)
+    result = service.import_session(request.auth, imported, auto_compact=body.auto_compact)
+    session = sel.get_session(request.auth.pk, result.session.pk)
+    return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
+                 "compaction": convert.run_ref(result.run, result.run_created)}
+
+
+@router.get("/sessions", response={200: SessionPage, **ERR}, summary="List sessions (newest first)")
+def list_sessions(request, cursor: Cursor = None, limit: Limit = None):
+    items, nxt = sel.list_sessions(request.auth.pk, cursor, limit)
+    return {"items": [convert.session_out(s) for s in items], "next_cursor": nxt}
+
+
+@router.get("/sessions/{session_id}", response={200: SessionDetailOut, **ERR}, summary="Session detail")
+def get_session(request, session_id: SessionId):
+    """Token totals per category (history and live context), context size, compaction count,
+    the trigger as it stands and any pending run."""
+    return convert.session_detail_out(_session(request, session_id))
+
+
+@router.delete("/sessions/{session_id}", response={204: None, **ERR}, summary="Delete a session")
+def delete_session(request, session_id: SessionId):
+    service.delete_session(_session(request, session_id))
+    return 204, None
+
+
+@router.put("/sessions/{session_id}/policy", response={200: SessionDetailOut, **ERR},
+            summary="Set or clear the session's policy override")
+def put_session_policy(request, session_id: SessionId, body: SessionPolicyIn):
+    session = _session(request, session_id)
+    row = get_policy(request.auth.pk, body.policy_id) if body.policy_id is not None else None
+    set_session_policy(session, row)
+    return convert.session_detail_out(_session(request, session_id))
+
+
+@router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERR}, summary="Append messages")
+def append_messages(request, session_id: SessionId, body: AppendIn):
+    """Append messages to the history and the live context. The trigger is checked on the
+    stored totals; when it fires a run is queued and `compaction` says which."""
+    session = _session(request, session_id)
+    result = service.append_messages(session, body.messages, auto_compact=body.auto_compact)
+    s = result.session
+    return 201, {
+        "session_id": s.pk, "appended": len(result.positions), "positions": result.positions,
+        "message_count": s.message_count,
+        "context": {"version": s.context_version, "tokens": s.context_tokens, "messages": s.context_messages},
+        "trigger": convert.trigger_out(result.trigger), "compaction": convert.run_ref(result.run, result.run_created),
+    }
+
+
+@router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERR},
+            summary="The full original history")
+def list_messages(request, session_id: SessionId, cursor: Cursor = None, limit: Limit = None):
+    items, nxt = sel.list_messages(_session(request, session_id), cursor, limit)
+    return {"items": [convert.message_out(m) for m in items], "next_cursor": nxt}
+
+
+@router.get("/sessions/{session_id}/context", response={200: ContextOut, 304: None, **ERR},
+            summary="The compacted context for the next model call")
+def get_context(request, session_id: SessionId):
+    """Messages to send, their tokens per category and a version tag (also the ETag:
+    send it back in If-None-Match to get 304 when nothing changed)."""
+    found = sel.context_json(request.auth.pk, session_id)
+    if found is None:
+        raise NotFound(f"session {session_id} not found")
+    body, version = found
+    etag = f'"{sel.context_tag(session_id, version)}"'
+    if request.headers.get("If-None-Match") == etag:
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(body, content_type="application/json")
+    response["ETag"] = etag
+    return response
+
+
+@router.post("/sessions/{session_id}/compactions", response={202: RunRef, **ERR}, summary="Force a compaction")
+def force_compaction(request, session_id: SessionId, body: ForceIn):
+    """Queue a run that compacts whatever the trigger says. Returns at once (202) with the
+    run id; poll `status_url`."""
+    session = _session(request, session_id)
+    run = run_service.request_run(session, trigger=TriggerKind.API, force=True, reason=body.reason,
+                                  overrides=body.overrides, policy=body.policy, preset=body.preset)
+    return 202, convert.run_ref(run, True)
+
+
+@router.get("/sessions/{session_id}/runs", response={200: RunPage, **ERR}, summary="Runs of a session (newest first)")
+def session_runs(request, session_id: SessionId, cursor: Cursor = None, limit: Limit = None):
+    items, nxt = list_runs(_session(request, session_id), cursor, limit)
+    return {"items": [convert.run_out(r) for r in items], "next_cursor": nxt}
+
+
+@router.post("/sessions/{session_id}/simulate", response={200: SimulateOut, **ERR},
+             summary="Replay this session through a policy (dry run)")
+def simulate_session(request, session_id: SessionId, body: SimulateIn):
+    """The replay engine over the stored history with the given policy, preset or stored
+    policy (default: the session's), as `python -m compaction replay --json` reports it.
+    Nothing is written."""
+    from compaction import CompactionError, simulate  # noqa: PLC0415
+
+    from ..services import Invalid  # noqa: PLC0415
+
+    from ..models import Message  # noqa: PLC0415
+
+    session = _session(request, session_id)
+    if body.policy_id is not None:
+        row: Policy = get_policy(request.auth.pk, body.policy_id)
+        policy = apply_service_defaults(build_policy(row.data, None, body.overrides), session)
+    elif body.policy is not None or body.preset:
+        policy = apply_service_defaults(build_policy(body.policy, body.preset, body.overrides), session)
+    else:
+        policy, _ = effective_policy(session)
+        if body.overrides:
+            policy = build_policy(policy.to_json(), None, body.overrides)
+    raws = list(Message.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True))
+    try:
+        report = simulate(raws, policy, tools=session.tools or None, session_id=f"simulate-{session.pk}")
+    except CompactionError as exc:
+        raise Invalid(f"simulation failed: {exc}") from None
+    return {"session_id": session.pk, "policy": policy.to_json(), "report": report}
+
+
+__all__ = ["router", "Field"]

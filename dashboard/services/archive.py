@@ -1,0 +1,118 @@
+"""The engine's ArchiveBackend over the ArchiveEntry / ArchiveItem tables.
+
+``DjangoArchive`` writes each entry when asked (durable when ``write`` returns, as the
+protocol requires). ``BufferedArchive`` is what compaction runs use: the engine writes to
+it during ``compact()``, and the run's commit flushes the entries in the same transaction
+as the new live context, so a run that fails or loses its worker leaves no archive rows.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+
+from compaction.archive import ArchiveEntry as EngineEntry
+from compaction.archive import ArchivedItem, items_hash
+from compaction.errors import ArchiveError
+from compaction.messages import text_of
+
+from ..models import ArchiveEntry, ArchiveItem, Session
+from .common import clean_text
+
+
+def search_text(raw: dict) -> str:
+    """What archive search looks at: the message text and its tool calls' names and arguments."""
+    parts = [text_of(raw.get("content"))]
+    for call in raw.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        parts.append(f"{fn.get('name', '')}({fn.get('arguments', '')})")
+    return clean_text("\n".join(p for p in parts if p))
+
+
+def _session_pk(session_id: str) -> int:
+    try:
+        return int(session_id)
+    except (TypeError, ValueError):
+        raise ArchiveError(f"no session {session_id!r}") from None
+
+
+def store_entry(entry: EngineEntry, *, session: Session | None = None, run_id: int | None = None) -> ArchiveEntry:
+    if session is None:
+        session = Session.objects.only("id", "project_id").get(pk=_session_pk(entry.session_id))
+    if ArchiveEntry.objects.filter(entry_id=entry.id).exists():
+        raise ArchiveError(f"archive entry {entry.id} already exists")
+    row = ArchiveEntry.objects.create(
+        entry_id=entry.id, project_id=session.project_id, session=session, run_id=run_id, kind=entry.kind,
+        note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
+        size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
+    ArchiveItem.objects.bulk_create([
+        ArchiveItem(entry=row, index=i, message_id=item.message_id, ordinal=item.ordinal, raw=item.raw,
+                    text=search_text(item.raw), tool_call_id=clean_text(item.tool_call_id or ""),
+                    tool_name=clean_text(item.tool_name or ""))
+        for i, item in enumerate(entry.items)
+    ], batch_size=500)
+    return row
+
+
+def to_engine(row: ArchiveEntry, items: list[ArchiveItem] | None = None) -> EngineEntry:
+    if items is None:
+        items = list(row.items.order_by("index"))
+    archived = [ArchivedItem(i.message_id, i.ordinal, i.raw, i.tool_call_id or None, i.tool_name or None)
+                for i in items]
+    entry = EngineEntry(row.entry_id, str(row.session_id), row.kind, archived,
+                        str(row.run_id) if row.run_id else None, row.engine_created_at, row.note, row.content_hash)
+    return entry
+
+
+def verify(entry: EngineEntry) -> EngineEntry:
+    if entry.content_hash != items_hash(entry.items):
+        raise ArchiveError(f"archive entry {entry.id} does not match its content hash")
+    return entry
+
+
+class DjangoArchive:
+    """compaction.archive.ArchiveBackend on the database; ``session_id`` is the Session pk."""
+
+    def write(self, entry: EngineEntry) -> str:
+        with transaction.atomic():
+            store_entry(entry)
+        return entry.id
+
+    def entries(self, session_id: str) -> list[EngineEntry]:
+        pk = _session_pk(session_id)
+        rows = list(ArchiveEntry.objects.filter(session_id=pk).order_by("id"))
+        items: dict[int, list[ArchiveItem]] = {r.pk: [] for r in rows}
+        for item in ArchiveItem.objects.filter(entry__session_id=pk).order_by("entry_id", "index"):
+            items[item.entry_id].append(item)
+        return [to_engine(r, items[r.pk]) for r in rows]
+
+    def get(self, session_id: str, entry_id: str) -> EngineEntry:
+        row = ArchiveEntry.objects.filter(session_id=_session_pk(session_id), entry_id=entry_id).first()
+        if row is None:
+            raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
+        return verify(to_engine(row))
+
+
+class BufferedArchive(DjangoArchive):
+    """Holds writes until ``flush`` (called inside the run's commit transaction)."""
+
+    def __init__(self) -> None:
+        self.pending: list[EngineEntry] = []
+
+    def write(self, entry: EngineEntry) -> str:
+        if any(e.id == entry.id for e in self.pending):
+            raise ArchiveError(f"archive entry {entry.id} already exists")
+        self.pending.append(entry)
+        return entry.id
+
+    def entries(self, session_id: str) -> list[EngineEntry]:
+        return super().entries(session_id) + [e for e in self.pending if e.session_id == str(session_id)]
+
+    def get(self, session_id: str, entry_id: str) -> EngineEntry:
+        for e in self.pending:
+            if e.id == entry_id and e.session_id == str(session_id):
+                return e
+        return super().get(session_id, entry_id)
+
+    def flush(self, session: Session, run_id: int | None) -> list[ArchiveEntry]:
+        rows = [store_entry(e, session=session, run_id=run_id) for e in self.pending]
+        self.pending = []
+        return rows

@@ -1,0 +1,324 @@
+"""Sessions: import, append, delete.
+
+Token counts and content hashes are computed once, when a message is written; the
+session row keeps running totals, so the trigger check after an append reads numbers.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from compaction.context import render_messages
+from compaction.errors import SessionValidationError
+from compaction.formats import FORMATS, ImportedSession, convert, convert_many, detect_format
+from compaction.messages import CallTracker, Message as EngineMessage, Provenance, content_hash, original_id
+from compaction.messages import validate_message, validate_tools
+from compaction.triggers import ConditionResult, TriggerState, evaluate
+from compaction.windows import resolve_window
+
+from ..models import CompactionRun, Message, Project, RunStatus, Session, SessionContext, TriggerKind
+from . import Conflict, Invalid
+from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
+from .policies import apply_service_defaults, effective_policy, project_policy
+
+
+class ImportInvalid(Invalid):
+    """An import that names the file, line or index and the fault."""
+
+    def __init__(self, exc: SessionValidationError):
+        super().__init__(str(exc))
+        self.fault = exc.fault
+        self.index = exc.index
+        self.line = getattr(exc, "line", None)
+        self.source = exc.source
+
+
+@dataclass
+class WriteResult:
+    session: Session
+    trigger: ConditionResult | None = None
+    run: CompactionRun | None = None
+    run_created: bool = False
+    positions: list[int] = field(default_factory=list)
+
+
+# -- conversion ---------------------------------------------------------------------------
+
+def convert_payload(messages: Any, *, tools: list | None = None, system: Any = None, format: str | None = None,
+                    title: str | None = None, external_id: str | None = None, model: str | None = None,
+                    source: str | None = None) -> ImportedSession:
+    """Turn an API import body into one ImportedSession (compaction.formats does the work)."""
+    if format is not None and format not in FORMATS:
+        raise Invalid(f"format: unknown format {format!r} (expected one of {', '.join(FORMATS)})")
+    try:
+        if isinstance(messages, (str, bytes)):
+            payload: Any = messages
+        else:
+            fmt = format
+            if fmt is None and isinstance(messages, list) and messages:
+                fmt = detect_format(messages)
+            if fmt == "claude_code_jsonl":
+                payload = messages
+            else:
+                payload = {"messages": messages}
+                if tools:
+                    payload["tools"] = tools
+                if system is not None:
+                    payload["system"] = system
+            format = fmt
+        imported = convert(payload, format=format, source=source)
+        if tools and not imported.tools:
+            imported.tools = validate_tools(tools, source)
+    except SessionValidationError as exc:
+        raise ImportInvalid(exc) from None
+    if title:
+        imported.title = title
+    if external_id:
+        imported.external_id = external_id
+    if model:
+        imported.model = model
+    return imported
+
+
+def convert_file_payload(data: bytes, *, format: str | None = None, source: str | None = None) -> list[ImportedSession]:
+    try:
+        return convert_many(data, format=format, source=source)
+    except SessionValidationError as exc:
+        raise ImportInvalid(exc) from None
+
+
+# -- import -------------------------------------------------------------------------------------
+
+def _check_fields(imported: ImportedSession, source: str | None) -> None:
+    where = f"{source}: " if source else ""
+    for name, value, limit in (("external_id", imported.external_id, 500), ("model", imported.model, 200)):
+        if value is None:
+            continue
+        if len(value) > limit:
+            raise Invalid(f"{where}{name} is longer than {limit} characters")
+        problem = text_problem(value)
+        if problem:
+            raise Invalid(f"{where}{name} {problem}")
+
+
+def _item(msg: EngineMessage, tokens) -> dict:
+    d = msg.to_dict()
+    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category)}
+    return d
+
+
+def _dumps(value) -> str:
+    # ASCII escapes: the text survives any database (PostgreSQL refuses NUL in text).
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _tool_names(raw: dict) -> str:
+    names = [(c.get("function") or {}).get("name", "") for c in raw.get("tool_calls") or []]
+    return clean_text(",".join(n for n in names if n))[:1000]
+
+
+def _message_row(session: Session, position: int, raw: dict, tokens, digest: str) -> Message:
+    return Message(session=session, position=position, role=raw["role"], raw=raw,
+                   tool_call_id=clean_text(raw.get("tool_call_id") or "")[:255], tool_names=_tool_names(raw),
+                   tokens=tokens.total, tokens_by_category=dict(tokens.by_category), content_hash=digest)
+
+
+def import_session(project: Project, imported: ImportedSession, *, auto_compact: bool = True,
+                   source: str | None = None) -> WriteResult:
+    """Create a session from converted messages. Atomic: on any fault nothing is written."""
+    _check_fields(imported, source)
+    base, _row = project_policy(project)
+    probe = Session(project=project, model=imported.model or "")
+    policy = apply_service_defaults(base, probe)
+    counter = counter_for(policy)
+    msgs = [EngineMessage(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)]
+    tokens = counter.count_many(msgs)
+    tools = imported.tools or []
+    tools_tokens = counter.count_tools(tools)
+    totals = empty_totals()
+    for t in tokens:
+        add_totals(totals, t.by_category)
+    history = with_total(totals)
+    context = with_total(dict(totals, tools=tools_tokens))
+    tracker = CallTracker()
+    for i, raw in enumerate(imported.messages):
+        tracker.feed(raw, i)  # already validated by convert; this recovers the open calls
+    stamp = now()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                session = Session.objects.create(
+                    project=project, title=clean_text(imported.title or "")[:500],
+                    external_id=imported.external_id or "", model=imported.model or "",
+                    source_format=imported.format or "", tools=tools, tools_tokens=tools_tokens,
+                    tokenizer=counter.name, message_count=len(msgs), history_tokens=history,
+                    history_total=history["total"], context_tokens=context, context_total=context["total"],
+                    context_messages=len(msgs), context_version=1, tokens_since_summary=history["total"],
+                    messages_since_summary=len(msgs), open_tool_calls=dict(tracker.open),
+                    last_message_at=stamp if msgs else None)
+        except IntegrityError:
+            raise Conflict(f"a session with external_id {imported.external_id!r} already exists in this project") from None
+        Message.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash)
+                                     for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
+        SessionContext.objects.create(session=session, version=1,
+                                      items=_dumps([_item(m, t) for m, t in zip(msgs, tokens)]),
+                                      rendered=_dumps(render_messages(msgs)))
+        result = WriteResult(session=session, positions=list(range(len(msgs))))
+        if auto_compact and msgs:
+            _check_trigger(session, policy, result, last_message_at=None)
+    return result
+
+
+# -- append -------------------------------------------------------------------------------------
+
+def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True) -> WriteResult:
+    """Append original messages to the history and the live context.
+
+    Validation (shape and tool-call pairing against the session so far) happens under the
+    session lock, so concurrent appends are applied one after the other, in full or not
+    at all. Tokens are counted before the lock (they depend only on the message).
+    """
+    if not isinstance(raws, list) or not raws:
+        raise Invalid("messages: give at least one message")
+    for k, raw in enumerate(raws):
+        try:
+            validate_message(raw, k)
+        except SessionValidationError as exc:
+            raise ImportInvalid(SessionValidationError(str(exc).split(": ", 1)[-1], index=k, fault=exc.fault,
+                                                       source=f"messages[{k}]")) from None
+    policy, _row = effective_policy(session)
+    counter = counter_for(policy)
+    probe = [EngineMessage(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
+    tokens = counter.count_many(probe)
+    digests = [m.hash for m in probe]
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        start = locked.message_count
+        _check_pairs(locked, raws, start)
+        ctx = SessionContext.objects.select_for_update().get(session_id=locked.pk)
+        stamp = now()
+        previous_message_at = locked.last_message_at
+        Message.objects.bulk_create([_message_row(locked, start + k, raw, t, d)
+                                     for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
+        new_msgs = [EngineMessage(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
+                    for k, raw in enumerate(raws)]
+        ctx.items = _append_json(ctx.items, [_item(m, t) for m, t in zip(new_msgs, tokens)])
+        if '"injection":"system"' in ctx.items:
+            # A summary merged into the system message: render the whole list again.
+            items = ctx.load_items()
+            ctx.rendered = _dumps(render_messages([EngineMessage.from_dict(i) for i in items]))
+        else:
+            ctx.rendered = _append_json(ctx.rendered, raws)
+        ctx.version += 1
+        ctx.save(update_fields=["items", "rendered", "version", "updated_at"])
+
+        added = empty_totals()
+        for t in tokens:
+            add_totals(added, t.by_category)
+        locked.history_tokens = with_total(add_totals(dict(locked.history_tokens), added))
+        locked.history_total = locked.history_tokens["total"]
+        locked.context_tokens = with_total(add_totals(dict(locked.context_tokens), added))
+        locked.context_total = locked.context_tokens["total"]
+        locked.message_count = start + len(raws)
+        locked.context_messages += len(raws)
+        locked.context_version = ctx.version
+        locked.tokens_since_summary += sum(t.total for t in tokens)
+        locked.messages_since_summary += len(raws)
+        locked.last_message_at = stamp
+        locked.save()
+        result = WriteResult(session=locked, positions=list(range(start, start + len(raws))))
+        if auto_compact:
+            _check_trigger(locked, policy, result, last_message_at=previous_message_at)
+    return result
+
+
+def _append_json(text: str, values: list) -> str:
+    """'[a,b]' + [c] -> '[a,b,c]' without parsing the existing text."""
+    extra = _dumps(values)[1:-1]
+    if not extra:
+        return text
+    body = text.rstrip()
+    if body == "[]":
+        return "[" + extra + "]"
+    return body[:-1] + "," + extra + "]"
+
+
+def _check_pairs(session: Session, raws: list[dict], start: int) -> None:
+    """Tool-call pairing of the new messages against the session (CallTracker semantics)."""
+    tracker = CallTracker()
+    tracker.open = {k: int(v) for k, v in (session.open_tool_calls or {}).items()}
+    ids = set()
+    for raw in raws:
+        if raw.get("role") == "tool" and raw.get("tool_call_id"):
+            ids.add(raw["tool_call_id"])
+        for call in raw.get("tool_calls") or []:
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                ids.add(call["id"])
+    answered = set(Message.objects.filter(session=session, tool_call_id__in=list(ids))
+                   .values_list("tool_call_id", flat=True)) if ids else set()
+    tracker.seen = set(tracker.open) | answered
+    for k, raw in enumerate(raws):
+        try:
+            tracker.feed(raw, start + k)
+        except SessionValidationError as exc:
+            detail = str(exc).split(": ", 1)[-1]
+            raise ImportInvalid(SessionValidationError(f"{detail} (would be position {start + k})", index=k,
+                                                       fault=exc.fault, source=f"messages[{k}]")) from None
+    session.open_tool_calls = dict(tracker.open)
+
+
+# -- trigger --------------------------------------------------------------------------------------
+
+def trigger_state(session: Session, policy, last_message_at=None) -> TriggerState:
+    window, _src = resolve_window(policy)
+    last = last_message_at if last_message_at is not None else session.last_message_at
+    return TriggerState(context_tokens=session.context_total, messages=session.context_messages,
+                        tokens_since_summary=session.tokens_since_summary,
+                        messages_since_summary=session.messages_since_summary,
+                        last_message_at=last.timestamp() if last else None, window=window,
+                        reserved_output_tokens=policy.reserved_output_tokens)
+
+
+def check_trigger(session: Session, policy=None) -> ConditionResult:
+    if policy is None:
+        policy, _ = effective_policy(session)
+    return evaluate(policy.trigger, trigger_state(session, policy))
+
+
+def _check_trigger(session: Session, policy, result: WriteResult, last_message_at) -> None:
+    from .runs import pending_run, request_run  # noqa: PLC0415
+
+    state = trigger_state(session, policy, last_message_at)
+    fired = evaluate(policy.trigger, state)
+    result.trigger = fired
+    if not fired.fired:
+        return
+    existing = pending_run(session)
+    if existing is not None:
+        # A queued or running run will compact this context (or re-check the trigger).
+        result.run = existing
+        return
+    result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=fired.reason)
+    result.run_created = True
+
+
+# -- other writes ----------------------------------------------------------------------------------
+
+def update_session(session: Session, *, title: str | None = None) -> Session:
+    if title is not None:
+        Session.objects.filter(pk=session.pk).update(title=clean_text(title)[:500])
+        session.title = clean_text(title)[:500]
+    return session
+
+
+def delete_session(session: Session) -> None:
+    """Deletes the history, live context, runs and archive. A run executing meanwhile
+    finds the session gone at commit and writes nothing."""
+    Session.objects.filter(pk=session.pk).delete()
+
+
+def pending_statuses() -> tuple[str, str]:
+    return (RunStatus.QUEUED, RunStatus.RUNNING)

@@ -1,0 +1,31 @@
+"""URL map. The HTML dashboard's pages are added by dashboard/views.py (not yet);
+until then the root redirects to the API docs."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.staticfiles.views import serve as serve_static
+from django.http import JsonResponse
+from django.urls import path, re_path
+from django.views.generic import RedirectView
+
+from .api import api
+
+
+def healthz(request):
+    """Liveness probe (no database, no auth): also the trivial view of bench/api_throughput.py."""
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/api/docs", permanent=False), name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("api/", api.urls),
+    path("admin/", admin.site.urls),
+]
+
+if settings.SERVE_STATIC:
+    def _static(request, path):
+        return serve_static(request, path, insecure=True)
+
+    urlpatterns.append(re_path(r"^static/(?P<path>.*)$", _static))

@@ -1,0 +1,37 @@
+"""Routes of the dashboard pages. Included from dashboard/urls.py with
+``path("", include("dashboard.urls_pages"))``; names live in the ``pages`` namespace."""
+from django.urls import path
+
+from .views import (archive_browser, before_after, force_summarize, layout, run_page, session_page,
+                    sessions_list, tuning)
+
+app_name = "pages"
+
+urlpatterns = [
+    path("", layout.home, name="home"),
+    path("login/", layout.login, name="login"),
+    path("logout/", layout.logout, name="logout"),
+    path("project/", layout.switch_project, name="switch-project"),
+
+    path("sessions/", sessions_list.sessions_list, name="sessions"),
+    path("sessions/upload/", sessions_list.upload, name="upload"),
+    path("projects/new/", sessions_list.create_project, name="create-project"),
+
+    path("sessions/<int:pk>/", session_page.session_detail, name="session"),
+    path("sessions/<int:pk>/overview/", session_page.session_overview, name="session-overview"),
+    path("sessions/<int:pk>/transcript/", session_page.transcript, name="transcript"),
+    path("sessions/<int:pk>/messages/<int:position>/", session_page.message_full, name="message"),
+    path("sessions/<int:pk>/force/", force_summarize.force_summarize, name="force"),
+    path("runs/<int:pk>/progress/", force_summarize.run_progress, name="run-progress"),
+
+    path("runs/<int:pk>/", run_page.run_detail, name="run"),
+    path("runs/<int:pk>/before-after/", before_after.before_after, name="before-after"),
+
+    path("sessions/<int:pk>/archive/", archive_browser.archive, name="archive"),
+    path("sessions/<int:pk>/archive/replay/", archive_browser.replay_check, name="archive-replay"),
+    path("sessions/<int:pk>/archive/<str:entry_id>/", archive_browser.entry, name="archive-entry"),
+
+    path("sessions/<int:pk>/tuning/", tuning.tuning, name="tuning"),
+    path("sessions/<int:pk>/tuning/preview/", tuning.preview, name="tuning-preview"),
+    path("sessions/<int:pk>/tuning/save/", tuning.save, name="tuning-save"),
+]

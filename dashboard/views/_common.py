@@ -1,0 +1,78 @@
+"""Helpers shared by the page views."""
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from ..models import Project
+from ..selectors.pages import pick_project, project_choices
+
+PROJECT_KEY = "project_id"
+
+
+def current_project(request: HttpRequest, prefer: Project | None = None) -> tuple[list[Project], Project | None]:
+    """(all projects, the one the switcher shows). Viewing a session of another project
+    makes that project current, so the switcher always names the project on screen."""
+    projects = project_choices()
+    if prefer is not None:
+        if request.session.get(PROJECT_KEY) != prefer.pk:
+            request.session[PROJECT_KEY] = prefer.pk
+        return projects, next((p for p in projects if p.pk == prefer.pk), prefer)
+    return projects, pick_project(projects, request.session.get(PROJECT_KEY))
+
+
+def page(request: HttpRequest, template: str, context: dict, *, project: Project | None = None,
+         status: int = 200) -> HttpResponse:
+    """Render a full page with the layout's context (projects, current project)."""
+    projects, current = current_project(request, project)
+    ctx = {"projects": projects, "current_project": current, **context}
+    return render(request, template, ctx, status=status)
+
+
+def int_param(request: HttpRequest, name: str, default: int | None = None, lo: int | None = 0,
+              hi: int | None = None) -> int | None:
+    """An integer query parameter, clamped; a missing or malformed value gives ``default``."""
+    raw = request.GET.get(name, "")
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        return default
+    if lo is not None:
+        value = max(lo, value)
+    if hi is not None:
+        value = min(hi, value)
+    return value
+
+
+def safe_next(request: HttpRequest, value: str | None, fallback: str) -> str:
+    if value and url_has_allowed_host_and_scheme(value, allowed_hosts={request.get_host()},
+                                                 require_https=request.is_secure()):
+        return value
+    return fallback
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def parse_overrides(text: str) -> dict:
+    """``dotted.path=value`` lines (values read as JSON when they parse, else as text)
+    into a dict of overrides. Raises ValueError naming the line."""
+    import json  # noqa: PLC0415
+
+    out: dict = {}
+    for n, line in enumerate((text or "").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise ValueError(f"line {n}: expected dotted.setting=value, got {line[:60]!r}")
+        key, value = (part.strip() for part in line.split("=", 1))
+        if not key:
+            raise ValueError(f"line {n}: missing setting name before '='")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out

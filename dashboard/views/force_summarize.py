@@ -1,0 +1,63 @@
+"""Force a summary from the session page, and the live progress of any run.
+
+The form enqueues a run through the service (``request_run``: validated policy, snapshot,
+task sent after commit). The progress block polls every second while the run is queued or
+running; the response that shows it finished carries ``HX-Trigger: run-finished`` so the
+session page reloads its timeline and transcript (on the run page: ``HX-Refresh``)."""
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from compaction import PRESETS
+
+from ..models import TriggerKind
+from ..selectors.pages import load_run_status, load_session
+from ..services import ServiceError
+from ..services.runs import request_run
+from ._common import is_htmx, parse_overrides
+
+
+@login_required
+@require_POST
+def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
+    session = load_session(pk)
+    preset = request.POST.get("preset") or None
+    reason = request.POST.get("reason", "").strip()[:500] or "forced from the dashboard"
+    error = None
+    run = None
+    if preset is not None and preset not in PRESETS:
+        error = f"unknown preset {preset!r}"
+    else:
+        try:
+            overrides = parse_overrides(request.POST.get("overrides", ""))
+            run = request_run(session, trigger=TriggerKind.MANUAL, force=True, reason=reason,
+                              overrides=overrides or None, preset=preset)
+        except ValueError as exc:
+            error = f"overrides {exc}"
+        except ServiceError as exc:
+            field = getattr(exc, "field", None)
+            error = f"{field}: {exc}" if field and not str(exc).startswith(field) else str(exc)
+    if not is_htmx(request):
+        return redirect("pages:run", run.pk) if run is not None else redirect("pages:session", session.pk)
+    if error:
+        return render(request, "partials/form_error.html", {"error": error})
+    return render(request, "partials/run_progress.html", {"run": run, "context": "session"})
+
+
+@login_required
+@require_GET
+def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    run = load_run_status(pk)
+    context = request.GET.get("context", "session")
+    response = render(request, "partials/run_progress.html", {"run": run, "context": context})
+    if run.is_final and request.GET.get("poll"):
+        if context == "run":
+            response["HX-Refresh"] = "true"
+        else:
+            response["HX-Trigger"] = json.dumps({"run-finished": {"run": run.pk, "status": run.status}})
+    return response

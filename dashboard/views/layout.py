@@ -1,0 +1,32 @@
+"""The layout's own routes: home, project switcher, sign in and out."""
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ..models import Project
+from ._common import PROJECT_KEY
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("pages:sessions")
+
+
+@login_required
+@require_POST
+def switch_project(request: HttpRequest) -> HttpResponse:
+    """Remember the chosen project in the browser session, then go back to the list (a
+    session page of the old project would not belong to the new one)."""
+    project = Project.objects.filter(pk=request.POST.get("project") or 0).only("id").first()
+    if project is not None:
+        request.session[PROJECT_KEY] = project.pk
+    return redirect("pages:sessions")
+
+
+login = auth_views.LoginView.as_view(template_name="pages/login.html", next_page="pages:sessions",
+                                     redirect_authenticated_user=True)
+logout = auth_views.LogoutView.as_view(next_page="pages:login")

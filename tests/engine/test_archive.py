@@ -1,0 +1,74 @@
+"""Archive backends and replay: originals come back exactly, corruption is detected."""
+import json
+
+import pytest
+
+from compaction.archive import ArchiveEntry, FileArchive, MemoryArchive, item_for, new_entry_id, replay
+from compaction.errors import ArchiveError
+from compaction.messages import Message, Provenance, canonical_json, wrap_originals
+from tests.engine.helpers import coding_run
+
+
+@pytest.fixture(params=["memory", "file"])
+def archive(request, tmp_path):
+    return MemoryArchive() if request.param == "memory" else FileArchive(tmp_path / "archive")
+
+
+def test_entries_come_back_in_write_order_and_by_id(archive):
+    msgs = wrap_originals(coding_run(rounds=3))
+    first = ArchiveEntry(new_entry_id(), "s1", "evicted", [item_for(m) for m in msgs[:3]])
+    second = ArchiveEntry(new_entry_id(), "s1", "evicted", [item_for(m) for m in msgs[3:5]])
+    archive.write(first)
+    archive.write(second)
+    archive.write(ArchiveEntry(new_entry_id(), "other", "evicted", [item_for(msgs[0])]))
+    assert [e.id for e in archive.entries("s1")] == [first.id, second.id]
+    got = archive.get("s1", second.id)
+    assert [i.raw for i in got.items] == [m.raw for m in msgs[3:5]]
+    with pytest.raises(ArchiveError, match="no archive entry"):
+        archive.get("s1", "ar_missing")
+
+
+def test_replay_rebuilds_the_original_from_evicted_entries_and_live_context(archive):
+    raws = coding_run(rounds=4)
+    msgs = wrap_originals(raws)
+    archive.write(ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(m) for m in msgs[1:6]]))
+    summary = Message({"role": "user", "content": "summary"}, "sum-1", Provenance.SUMMARY)
+    live = [msgs[0], summary] + msgs[6:]
+    assert canonical_json(replay(archive.entries("s"), live)) == canonical_json(raws)
+
+
+def test_replay_prefers_the_offloaded_original_of_a_reduced_message(archive):
+    raws = coding_run(rounds=2)
+    msgs = wrap_originals(raws)
+    entry = ArchiveEntry(new_entry_id(), "s", "offloaded", [item_for(msgs[3])])
+    archive.write(entry)
+    cleared = msgs[3].with_raw({**msgs[3].raw, "content": "[cleared]"}, reduction={"kind": "cleared", "archive_ref": entry.id})
+    live = msgs[:3] + [cleared] + msgs[4:]
+    assert replay(archive.entries("s"), live) == raws
+
+
+def test_replay_reports_a_gap_instead_of_guessing():
+    msgs = wrap_originals(coding_run(rounds=2))
+    with pytest.raises(ArchiveError, match="missing original message"):
+        replay([], [msgs[0]] + msgs[2:])
+
+
+def test_a_tampered_file_entry_is_detected(tmp_path):
+    archive = FileArchive(tmp_path)
+    msgs = wrap_originals(coding_run(rounds=1))
+    entry = ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(m) for m in msgs])
+    archive.write(entry)
+    path = archive.path("s")
+    data = json.loads(path.read_text())
+    data["items"][0]["raw"]["content"] = "edited"
+    path.write_text(json.dumps(data) + "\n")
+    with pytest.raises(ArchiveError, match="content hash"):
+        archive.entries("s")
+
+
+def test_non_ascii_content_round_trips_through_the_file_backend(tmp_path):
+    archive = FileArchive(tmp_path)
+    raw = {"role": "user", "content": "患者名は山田太郎です。한국어로 답해 주세요 \u2028 end"}
+    msg = wrap_originals([raw])[0]
+    archive.write(ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(msg)]))
+    assert archive.entries("s")[0].items[0].raw == raw

@@ -1,0 +1,68 @@
+"""The command line as a user runs it."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.corpus import CORPUS_DIR, corpus_files
+
+SESSION = CORPUS_DIR / "minipr__deepseek_bench1__django__django-11099.json"
+pytestmark = pytest.mark.skipif(not corpus_files(), reason="shared corpus not present")
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "compaction", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_replay_json_reports_compactions_and_integrity(tmp_path):
+    res = run("replay", SESSION, "--context-window", 8000, "--json", "--archive-dir", tmp_path / "arch")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    for key in ("session", "messages", "model_calls", "compactions", "peak_context_tokens", "final_context_tokens",
+                "overflow_calls", "llm_calls", "integrity", "tokens_cleared", "tokens_truncated", "reduction_events"):
+        assert key in report
+    assert report["integrity"] == {"tool_pairs_ok": True, "replay_exact": True}
+    first = report["compactions"][0]
+    for key in ("at", "trigger", "tokens_before", "tokens_after", "evicted_messages", "summary_tokens",
+                "retention", "compression", "attempts", "model"):
+        assert key in first
+    assert first["tokens_after"] < first["tokens_before"]
+    assert list((tmp_path / "arch").glob("*.jsonl")), "--archive-dir writes the archive to disk"
+
+
+def test_dump_writes_a_sendable_context_and_the_exact_original(tmp_path):
+    res = run("replay", SESSION, "--context-window", 8000, "--dump", tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "integrity: tool pairs ok, replay exact" in res.stdout
+    context = json.loads((tmp_path / "context.json").read_text())
+    replayed = json.loads((tmp_path / "replay.json").read_text())
+    assert replayed == json.loads(SESSION.read_text())["messages"]
+    assert context[0]["role"] == "system" and len(context) < len(replayed)
+
+
+def test_settings_can_be_overridden_from_the_command_line():
+    res = run("replay", SESSION, "--preset", "deepagents", "--set", "cut.keep_messages=2",
+              "--trigger-tokens", 5000, "--context-window", 32000, "--json")
+    assert res.returncode == 0, res.stderr
+    assert all("tokens" in c["trigger"] for c in json.loads(res.stdout)["compactions"])
+    bad = run("replay", SESSION, "--set", "cut.keep_messages=-3")
+    assert bad.returncode == 1 and "cut.keep_messages" in bad.stderr
+    unknown = run("replay", SESSION, "--set", "cut.nonsense=1")
+    assert unknown.returncode == 1 and "cut.nonsense" in unknown.stderr
+
+
+def test_count_prints_tokens_per_category():
+    res = run("count", SESSION, "--json")
+    data = json.loads(res.stdout)
+    assert data["tokens"]["tool_results"] > 0 and data["tokens"]["total"] == sum(
+        v for k, v in data["tokens"].items() if k != "total")
+
+
+def test_a_broken_session_file_is_rejected_naming_the_message(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "?"}]))
+    res = run("replay", bad)
+    assert res.returncode != 0
+    assert "message 1" in res.stderr and "orphan tool result" in res.stderr

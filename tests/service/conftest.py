@@ -1,0 +1,304 @@
+"""Fixtures of the service tests.
+
+Database: SQLite (a file, so worker processes can share it) unless DATABASE_URL points at
+PostgreSQL; CI runs the suite both ways. Runs execute inline (Celery eager mode) except in
+tests that start a real worker process with ``start_worker`` (filesystem broker in a temp
+dir, or Redis db 3). Tests that need Redis skip with the reason when it is unreachable,
+except under CI=true, where they fail.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+from tests.service.helpers import chat
+
+REPO = Path(__file__).resolve().parents[2]
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/3")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+# -- services ------------------------------------------------------------------------
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def require_redis() -> None:
+    from urllib.parse import urlparse
+
+    u = urlparse(REDIS_URL)
+    if not _reachable(u.hostname or "127.0.0.1", u.port or 6379):
+        msg = f"Redis is not reachable at {REDIS_URL}"
+        if IN_CI:
+            pytest.fail(msg + " (CI=true: Redis tests must run)")
+        pytest.skip(msg)
+
+
+# -- celery mode ----------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    """Runs execute inline unless a test starts a worker; no recovery thread in tests."""
+    from dashboard.celery import app
+    from dashboard.services import keys
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    keys.clear_cache()
+    yield
+    app.conf.task_always_eager = True
+    keys.clear_cache()
+
+
+def _use_broker(url: str, transport_options: dict) -> None:
+    """Point this (the publishing) process at a broker; drop cached connections."""
+    from dashboard.celery import app
+
+    app.conf.task_always_eager = False
+    app.conf.broker_url = url
+    app.conf.broker_transport_options = transport_options
+    try:
+        app.pool.force_close_all()
+    except Exception:  # noqa: BLE001
+        pass
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+# -- API helpers -----------------------------------------------------------------------
+
+class Api:
+    """The Django test client with a project's key; runs queued during a request execute
+    inline (after the request's transaction commits), as a worker would run them."""
+
+    def __init__(self, client, key: str | None, capture=None):
+        self.client = client
+        self.key = key
+        self.capture = capture
+
+    def headers(self, key: str | None = "default", style: str = "bearer") -> dict:
+        key = self.key if key == "default" else key
+        if key is None:
+            return {}
+        return {"HTTP_AUTHORIZATION": f"Bearer {key}"} if style == "bearer" else {"HTTP_X_API_KEY": key}
+
+    def _call(self, method: str, path: str, body=None, key="default", style="bearer", **extra):
+        kwargs = dict(self.headers(key, style), **extra)
+        if body is not None:
+            kwargs["data"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
+            kwargs["content_type"] = "application/json"
+        fn = getattr(self.client, method)
+        if self.capture is not None:
+            with self.capture(execute=True):
+                return fn(path, **kwargs)
+        return fn(path, **kwargs)
+
+    def get(self, path, **kw):
+        return self._call("get", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self._call("post", path, body if body is not None else {}, **kw)
+
+    def put(self, path, body=None, **kw):
+        return self._call("put", path, body if body is not None else {}, **kw)
+
+    def delete(self, path, **kw):
+        return self._call("delete", path, **kw)
+
+
+@pytest.fixture
+def project(db):
+    from dashboard.services.keys import create_api_key, get_or_create_project
+
+    p, _ = get_or_create_project("acme")
+    _row, key = create_api_key(p, "tests")
+    p.test_key = key
+    return p
+
+
+@pytest.fixture
+def other_project(db):
+    from dashboard.services.keys import create_api_key, get_or_create_project
+
+    p, _ = get_or_create_project("globex")
+    _row, key = create_api_key(p, "tests")
+    p.test_key = key
+    return p
+
+
+@pytest.fixture
+def api(client, project, django_capture_on_commit_callbacks):
+    return Api(client, project.test_key, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def live_api(client, project):
+    """For transactional tests (real commits): no callback capture needed."""
+    return Api(client, project.test_key, None)
+
+
+# -- sessions to work with ----------------------------------------------------------------
+
+
+@pytest.fixture
+def small_session(api):
+    r = api.post("/api/sessions", {"messages": chat(8), "title": "small", "auto_compact": False})
+    assert r.status_code == 201, r.content
+    return r.json()["session"]
+
+
+
+# -- a scripted LLM over HTTP ------------------------------------------------------------------
+
+@pytest.fixture
+def llm_server():
+    from tests.support.llm_server import ScriptedLLMServer
+
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+
+@pytest.fixture(autouse=True)
+def _llm_key(monkeypatch):
+    monkeypatch.setenv("CS_TEST_LLM_KEY", "test-key")
+
+
+# -- real worker processes ----------------------------------------------------------------------
+
+def database_url_for_workers() -> str:
+    s = connection.settings_dict
+    if s["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{s['NAME']}"
+    user = quote(s.get("USER") or "")
+    pw = quote(s.get("PASSWORD") or "")
+    auth = f"{user}:{pw}@" if pw else (f"{user}@" if user else "")
+    return f"postgres://{auth}{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+class Worker:
+    def __init__(self, cmd, env, log: Path):
+        self.cmd, self.env, self.log = cmd, env, log
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 90) -> "Worker":
+        self._fh = open(self.log, "ab")
+        self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=REPO, stdout=self._fh, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log.read_text(errors="replace")[offset:] if self.log.exists() else ""
+            if " ready." in text:
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited with {self.proc.returncode}:\n{self.tail()}")
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready after {timeout}s:\n{self.tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool processes: a machine dying mid-run."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if getattr(self, "_fh", None):
+            self._fh.close()
+
+    def tail(self, n: int = 60) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+
+@pytest.fixture
+def start_worker(transactional_db, tmp_path, request):
+    """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1) -> Worker.
+
+    The worker shares this test's database and broker; its runs heartbeat every 0.3 s and
+    a run silent for 2 s is treated as lost (so recovery tests finish quickly)."""
+    workers: list[Worker] = []
+    state: dict = {}
+
+    def start(broker: str = "filesystem", pool: str = "prefork", concurrency: int = 1, **env_extra) -> Worker:
+        if "broker" not in state:
+            if broker == "redis":
+                require_redis()
+                import redis
+
+                redis.Redis.from_url(REDIS_URL).flushdb()
+                url, opts = REDIS_URL, {"visibility_timeout": 3600, "polling_interval": 0.1}
+                broker_env = {"CELERY_BROKER_URL": REDIS_URL}
+            else:
+                bdir = tmp_path / "broker"
+                for sub in ("in", "processed", "control"):
+                    (bdir / sub).mkdir(parents=True, exist_ok=True)
+                url = "filesystem://"
+                opts = {"data_folder_in": str(bdir / "in"), "data_folder_out": str(bdir / "in"),
+                        "processed_folder": str(bdir / "processed"), "control_folder": str(bdir / "control"),
+                        "store_processed": True, "polling_interval": 0.1}
+                broker_env = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
+            _use_broker(url, opts)
+            state.update(broker=broker, env=broker_env)
+        env = dict(os.environ)
+        env.update(state["env"])
+        env.update({
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "DATABASE_URL": database_url_for_workers(),
+            "PYTHONPATH": str(REPO),
+            "RUN_HEARTBEAT_INTERVAL": "0.3",
+            "RUN_STALE_AFTER": "2",
+            "RUN_RECOVERY_INTERVAL": "0.5",
+            "CS_TEST_LLM_KEY": "test-key",
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+        })
+        env.update({k: str(v) for k, v in env_extra.items()})
+        n = len(workers) + 1
+        cmd = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-l", "info", "--pool", pool,
+               "--concurrency", str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat",
+               "-n", f"test{n}-{os.getpid()}@%h"]
+        w = Worker(cmd, env, tmp_path / f"worker{n}.log").start()
+        workers.append(w)
+        return w
+
+    yield start
+    for w in workers:
+        w.stop()
+    from dashboard.celery import app
+
+    app.conf.task_always_eager = True
+    if request.node.rep_call_failed if hasattr(request.node, "rep_call_failed") else False:
+        for w in workers:
+            print(f"--- {w.log} ---\n{w.tail()}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call":
+        item.rep_call_failed = rep.failed
