@@ -129,6 +129,16 @@ def cmd_count(args) -> int:
     return 0
 
 
+def cmd_policy(args) -> int:
+    if args.docs:
+        from .policy_docs import markdown
+
+        print(markdown())
+        return 0
+    print(json.dumps(build_policy(args).to_json(), indent=2, ensure_ascii=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .presets import preset_names
 
@@ -154,6 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     cp = sub.add_parser("count", help="print tokens per category")
     common(cp)
     cp.set_defaults(func=cmd_count)
+    pp = sub.add_parser("policy", help="print a policy as JSON (preset + overrides), or the settings reference")
+    pp.add_argument("--preset", default="default", choices=preset_names())
+    pp.add_argument("--policy")
+    pp.add_argument("--set", action="append", metavar="PATH=VALUE")
+    pp.add_argument("--context-window", type=int)
+    pp.add_argument("--trigger-tokens", type=int)
+    pp.add_argument("--model")
+    pp.add_argument("--agent-model")
+    pp.add_argument("--docs", action="store_true", help="print the settings reference as Markdown")
+    pp.set_defaults(func=cmd_policy)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

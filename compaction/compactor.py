@@ -12,7 +12,7 @@ from typing import Any, Callable
 from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive, item_for, new_entry_id
 from .context import check_tool_pairs, render_messages
 from .cut import plan_cut
-from .errors import CompactionError, SessionValidationError
+from .errors import CompactionError, SessionValidationError, SummaryError
 from .finalize import FinalizeInput, Finalizer, run_finalizer
 from .messages import Message, Provenance, text_of, wrap_originals
 from .outcome import Outcome, Skipped
@@ -184,9 +184,17 @@ class Compactor:
             kwargs["tool_call_formatter"] = self.hooks.tool_call_formatter
         if self.hooks.tool_result_formatter is not None:
             kwargs["tool_result_formatter"] = self.hooks.tool_result_formatter
-        result = summarize(span, self._summarizer_settings(), previous_summary=previous_summary, counter=self.counter,
-                           fallback_window=policy.fallback_context_window, replaced_tokens=replaced_tokens,
-                           on_event=emit, language=policy.finalize.language, **kwargs)
+        try:
+            result = summarize(span, self._summarizer_settings(), previous_summary=previous_summary,
+                               counter=self.counter, fallback_window=policy.fallback_context_window,
+                               replaced_tokens=replaced_tokens, on_event=emit, language=policy.finalize.language,
+                               **kwargs)
+        except SummaryError as exc:
+            if exc.attempts and all((a.error or "").startswith("summary is not smaller") for a in exc.attempts):
+                # Not a fault: the span is already as small as a summary of it would be.
+                return reduction_only(f"a summary would not be smaller than the {replaced_tokens} tokens it "
+                                      f"replaces ({len(span)} messages); kept them verbatim")
+            raise
         text = self._apply_hook("post_summary", self.hooks.post_summary, result.text, emit)
 
         step("finalize")

@@ -200,9 +200,27 @@ class Policy(_Strict):
         return self.model_dump(mode="json")
 
 
+_CONDITION_KINDS = {"tokens", "window_fraction", "messages", "tokens_since_summary", "window_fraction_since_summary",
+                    "messages_since_summary", "idle_seconds", "any", "all"}
+
+
+def _clean_loc(loc: tuple) -> str:
+    """Dotted field path without pydantic's union tags (trigger.any.conditions.0.tokens.threshold
+    becomes trigger.conditions.0.threshold)."""
+    parts: list[str] = []
+    for p in loc:
+        p = str(p)
+        if p.startswith(("function-", "tagged-union")):
+            continue
+        if p in _CONDITION_KINDS and parts and (parts[-1] == "trigger" or parts[-1].isdigit()):
+            continue
+        parts.append(p)
+    return ".".join(parts)
+
+
 def policy_error(exc: ValidationError) -> PolicyError:
     first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union")))
+    loc = _clean_loc(first["loc"])
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]

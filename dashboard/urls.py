@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve as serve_static
 from django.http import JsonResponse
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
@@ -18,6 +18,7 @@ def healthz(request):
 
 
 urlpatterns = [
+    path("", include("dashboard.urls_pages")),  # the dashboard pages (first, so "/" is the sessions list)
     path("", RedirectView.as_view(url="/api/docs", permanent=False), name="home"),
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),

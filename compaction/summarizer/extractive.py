@@ -239,6 +239,7 @@ _SHELL_TARGETS = [
     re.compile(r"\b(?:cp|mv)\s+(?:-\w+\s+)*[^\s;&|<>]+\s+([^\s;&|<>]+)"),
     re.compile(r"\b(?:touch|rm|mkdir|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"),
     re.compile(r"\bgit\s+(?:apply|am)\b|\bpatch\s+-p\d"),
+    re.compile(r"^(?:edit\s+\d+:\d+|create\s+([^\s;&|<>]+))", re.MULTILINE),  # SWE-agent's editor commands
 ]
 _HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n.*?\n\2[ \t]*(?=\n|$)", re.DOTALL)
 _NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
@@ -693,9 +694,13 @@ def _allocate(demand: dict[str, int], budget: int) -> dict[str, int]:
     return alloc
 
 
-def _select(items: list[Item], room: int) -> list[Item]:
+def _heading_words(title: str) -> int:
+    return count_words(title) + 1  # "## " is a word too
+
+
+def _select(items: list[Item], room: int, title: str) -> list[Item]:
     """Best-ranked items that fit in ``room`` words (heading included), in output order."""
-    room -= 2  # "## Title" is at least two words
+    room -= _heading_words(title)
     chosen: list[Item] = []
     seen: set[str] = set()
     for it in sorted(items, key=lambda i: i.rank, reverse=True):
@@ -707,12 +712,14 @@ def _select(items: list[Item], room: int) -> list[Item]:
             chosen.append(it)
             seen.add(key)
             room -= w
-        elif room >= 12 or not chosen:
-            if room >= 3:
-                cut = Item(truncate_words(it.text, room - 1), it.rank, it.order, key)
-                chosen.append(cut)
-                seen.add(key)
-                room -= cut.words()
+        elif room >= 8 or (not chosen and room >= 5):
+            # Cut the item to the room left, unless only a useless stub would remain.
+            cut = Item(truncate_words(it.text, room - 1), it.rank, it.order, key)
+            chosen.append(cut)
+            seen.add(key)
+            room -= cut.words()
+            break
+        else:
             break
     return sorted(chosen, key=lambda i: i.order)
 
@@ -759,19 +766,19 @@ def summarize_text(conversation: str, previous_summary: str | None = None, max_w
     if room <= 8:
         return truncate_words(header, budget)
 
-    demand = {t: (sum(i.words() for i in its) + count_words(t) + 1 if its else 0) for t, its in sections.items()}
+    demand = {t: (sum(i.words() for i in its) + _heading_words(t) if its else 0) for t, its in sections.items()}
     for t in TITLES:
         demand.setdefault(t, 0)
     alloc = _allocate(demand, room)
-    chosen = {t: _select(sections[t], alloc.get(t, 0)) for t in sections if alloc.get(t, 0) > 0}
+    chosen = {t: _select(sections[t], alloc.get(t, 0), t) for t in sections if alloc.get(t, 0) > 0}
     # Words some sections could not use go to the sections that were cut, in section order.
-    spare = room - sum(sum(i.words() for i in its) + count_words(t) + 1 for t, its in chosen.items() if its)
+    spare = room - sum(sum(i.words() for i in its) + _heading_words(t) for t, its in chosen.items() if its)
     if spare > 12:
         for t in TITLES:
             if t in sections and demand[t] > alloc.get(t, 0):
-                extra = _select(sections[t], alloc.get(t, 0) + spare)
-                used_before = sum(i.words() for i in chosen.get(t, [])) + (count_words(t) + 1 if chosen.get(t) else 0)
-                used_after = sum(i.words() for i in extra) + (count_words(t) + 1 if extra else 0)
+                used_before = sum(i.words() for i in chosen.get(t, [])) + (_heading_words(t) if chosen.get(t) else 0)
+                extra = _select(sections[t], used_before + spare, t)
+                used_after = sum(i.words() for i in extra) + (_heading_words(t) if extra else 0)
                 chosen[t] = extra
                 spare -= used_after - used_before
                 if spare <= 12:
@@ -784,9 +791,6 @@ def summarize_text(conversation: str, previous_summary: str | None = None, max_w
 
 
 # -- litellm provider ------------------------------------------------------------------------
-
-_REGISTERED = False
-
 
 def _make_handler_class(litellm):
     class ExtractiveLLM(litellm.CustomLLM):
@@ -816,16 +820,15 @@ def _make_handler_class(litellm):
 
 
 def register(litellm=None) -> None:
-    """Add the ``extractive`` provider to litellm's ``custom_provider_map`` (idempotent)."""
-    global _REGISTERED
+    """Add the ``extractive`` provider to litellm's ``custom_provider_map`` (idempotent).
+
+    Only our own entry is added; the rest of the map is left as it was.
+    """
     if litellm is None:
         from .._env import litellm as _load  # noqa: PLC0415
 
         litellm = _load()
-    if _REGISTERED and any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
-        return
     if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
         handler = _make_handler_class(litellm)()
         litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": handler}]
     litellm.utils.custom_llm_setup()
-    _REGISTERED = True

@@ -86,6 +86,11 @@ def clip_start(text: str, keep_chars: int) -> tuple[str, int]:
     return f"{clip_marker(clipped)}\n{text[start:]}", clipped
 
 
+def _omitted_block(index: int, messages: int) -> Block:
+    """The line standing in for blocks dropped from the start of the transcript."""
+    return Block(index, "", "system", "omitted", "", omitted_marker(messages))
+
+
 @dataclass
 class FitResult:
     blocks: list[Block]
@@ -145,9 +150,7 @@ class _Clipper:
     def blocks(self) -> list[Block]:
         kept = self.current[self.dropped_head:]
         if self.dropped_head:
-            first = self.original[0]
-            marker = Block(-1, "", "system", "omitted", "", omitted_marker(self.dropped_head))
-            return [replace(marker, index=first.index)] + kept
+            return [_omitted_block(self.original[0].index, self.dropped_head)] + kept
         return kept
 
     def report(self) -> list[dict]:
@@ -175,6 +178,8 @@ def _fit_clip_largest(blocks: list[Block], budget: int, count: CountText, sep_to
         text = join_blocks(c.blocks())
         # The first round works from the per-block counts; later rounds check the real text.
         exact = c.total(sep_tokens) if round_ == 0 else count(text)
+        if exact <= budget and round_ == 0:
+            exact = count(text)
         if exact <= budget:
             return FitResult(c.blocks(), text, exact, c.report())
         excess = exact - budget
@@ -239,14 +244,14 @@ def _fit_keep_last(blocks: list[Block], budget: int, count: CountText, sep_token
         clipped.insert(0, {"kind": "omitted", "messages": dropped,
                            "message_ids": [b.message_id for b in blocks[:dropped]],
                            "tokens_before": sum(tokens[:dropped]), "tokens_after": 0})
-        kept.insert(0, Block(blocks[0].index, "", "system", "omitted", "", omitted_marker(dropped)))
+        kept.insert(0, _omitted_block(blocks[0].index, dropped))
     text = join_blocks(kept)
     exact = count(text)
     # Token boundaries can shift when blocks are joined; trim whole blocks if we overshot.
     while exact > budget and len(kept) > 2:
         gone = kept.pop(1)
         dropped += 1
-        kept[0] = replace(kept[0], body=omitted_marker(dropped))
+        kept[0] = _omitted_block(blocks[0].index, dropped)
         if clipped and clipped[0].get("kind") == "omitted":
             clipped[0]["messages"] = dropped
             clipped[0]["message_ids"].append(gone.message_id)

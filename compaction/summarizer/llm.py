@@ -120,7 +120,7 @@ def describe_error(exc: BaseException, timeout: float | None = None) -> str:
     for prefix in (f"litellm.{name}: ", f"{name}: "):
         while text.startswith(prefix):
             text = text[len(prefix):]
-    if name == "Timeout" or "timed out" in text.lower() and name.endswith(("Timeout", "TimeoutError")):
+    if name == "Timeout" or (name.endswith("TimeoutError") and "timed out" in text.lower()):
         head = f"timed out after {timeout:g}s" if timeout else "timed out"
         return f"{head} ({text[:200]})" if text else head
     status = _status(exc)
@@ -182,6 +182,10 @@ def request_kwargs(model: str, messages: list[dict], settings, *, extractive_wor
         if key is None:
             raise _MissingKey(f"environment variable {settings.api_key_env} (summarizer.api_key_env) is not set")
         kwargs["api_key"] = key
+    elif settings.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        # A local OpenAI-compatible server (llama.cpp, vLLM) usually needs no key, but the
+        # OpenAI client refuses to send a request without one.
+        kwargs["api_key"] = "no-key"
     return kwargs
 
 

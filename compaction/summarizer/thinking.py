@@ -8,6 +8,9 @@ of gpt-oss. None of that belongs in a summary that will sit in the context for t
 rest of the session, so it is removed. A lone closing tag (servers that strip the
 opening tag) drops everything before it. If what remains is wrapped in a single
 ``<summary>`` element, the wrapper is removed too.
+
+litellm already moves a leading ``<think>`` block of OpenAI-compatible answers into
+``reasoning_content``; this pass covers every other shape and every other route.
 """
 from __future__ import annotations
 

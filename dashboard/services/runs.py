@@ -132,6 +132,11 @@ def claim(run_id: int) -> Claim:
             if other is not None and other["status"] == RunStatus.RUNNING:
                 return Claim("busy", run)
             # the slot points at a run that is not executing (finished or deleted): take it
+        if run.status == RunStatus.QUEUED and CompactionRun.objects.filter(
+                session_id=session.pk, status=RunStatus.QUEUED, pk__lt=run.pk).exists():
+            # First come, first served: an older queued run goes first (the run that
+            # finishes next, or the recovery loop, enqueues it).
+            return Claim("busy", run)
         if run.deliveries >= settings.RUN_MAX_DELIVERIES:
             _finish_locked(session, run, RunStatus.FAILED, error=(
                 f"gave up after {run.deliveries} executions that did not finish (worker lost or hard time "

@@ -69,13 +69,13 @@ def test_three_rolling_runs_fold_summaries_and_replay_exactly():
 
 
 def test_a_failed_summary_changes_nothing_and_writes_no_archive(monkeypatch):
-    monkeypatch.setenv("TEST_LLM_KEY", "test")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     raws = coding_run(rounds=20)
     archive = MemoryArchive()
     with ScriptedLLMServer() as server:
         server.script(error(500), error(500))
+        # no key configured: a local OpenAI-compatible server is reached without one
         policy = small_policy(summarizer={"model": "openai/test-model", "api_base": server.api_base,
-                                          "api_key_env": "TEST_LLM_KEY",
                                           "retry": {"max_retries": 1, "backoff_base": 0.001}})
         s = CompactionSession(policy, archive=archive, session_id="f")
         s.extend(raws)
@@ -155,3 +155,30 @@ def test_every_preset_loads_and_compacts_a_chat_when_forced():
         out = Compactor(policy).compact(chat(turns=20), force=True)
         assert out and out.summarized, name
         assert tool_pairs_ok(out.context), name
+
+
+def test_a_span_too_small_to_shrink_is_kept_verbatim_with_a_reason():
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"}, {"role": "user", "content": "ok"}]
+    archive = MemoryArchive()
+    out = Compactor(small_policy(cut={"keep_messages": 1}), archive=archive).compact(raws, force=True)
+    assert not out and "would not be smaller" in out.reason
+    assert archive.entries("session") == []
+
+
+def test_an_llm_summary_over_http_with_a_retry_and_a_failover_lands_in_the_context(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with ScriptedLLMServer() as server:
+        server.script(error(500), error(429), model="primary")
+        server.script(ok("Goal: fix src/app.py. Done: read files 0-19. Next: run tests."), model="backup")
+        policy = small_policy(summarizer={"model": "openai/primary", "failover_models": ["openai/backup"],
+                                          "api_base": server.api_base,
+                                          "retry": {"max_retries": 1, "backoff_base": 0.001}})
+        out = Compactor(policy).compact(coding_run(rounds=20), force=True)
+        sent = server.requests[-1].json
+    assert out.model == "openai/backup" and not out.extractive
+    assert [(a["phase"], a["ok"]) for a in out.attempts] == [("primary", False), ("primary", False), ("failover", True)]
+    assert "Goal: fix src/app.py" in out.context[1]["content"]
+    assert out.prompt == sent["messages"]
+    gen = [e for e in out.events if e["type"] == "generate_summary"]
+    assert len(gen) == 3 and gen[0]["error"] and gen[-1]["error"] is None

@@ -57,12 +57,13 @@ def _eager_celery(settings):
     from dashboard.celery import app
     from dashboard.services import keys
 
-    app.conf.task_always_eager = True
-    app.conf.task_eager_propagates = True
+    # With a settings namespace, Celery reads CELERY_* keys first: set those.
+    app.conf.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.CELERY_TASK_EAGER_PROPAGATES = True
     settings.CELERY_TASK_ALWAYS_EAGER = True
     keys.clear_cache()
     yield
-    app.conf.task_always_eager = True
+    app.conf.CELERY_TASK_ALWAYS_EAGER = True
     keys.clear_cache()
 
 
@@ -70,13 +71,15 @@ def _use_broker(url: str, transport_options: dict) -> None:
     """Point this (the publishing) process at a broker; drop cached connections."""
     from dashboard.celery import app
 
-    app.conf.task_always_eager = False
-    app.conf.broker_url = url
-    app.conf.broker_transport_options = transport_options
-    try:
-        app.pool.force_close_all()
-    except Exception:  # noqa: BLE001
-        pass
+    import kombu.pools
+
+    app.conf.CELERY_TASK_ALWAYS_EAGER = False
+    app.conf.CELERY_BROKER_URL = url
+    app.conf.CELERY_BROKER_TRANSPORT_OPTIONS = transport_options
+    # kombu keeps connection and producer pools per broker URL, process-wide; the
+    # filesystem transport's folders are options, so a pool from an earlier test would
+    # still write into that test's folder.
+    kombu.pools.reset()
     app._pool = None
     app.amqp._producer_pool = None
 
@@ -220,11 +223,17 @@ class Worker:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.send_signal(signal.SIGTERM)  # warm shutdown: the main process stops its pool
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                pass
+        if self.proc:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # pool processes left behind, if any
+            except ProcessLookupError:
+                pass
+            if self.proc.poll() is None:
                 self.proc.wait(timeout=10)
         if getattr(self, "_fh", None):
             self._fh.close()
@@ -290,7 +299,7 @@ def start_worker(transactional_db, tmp_path, request):
         w.stop()
     from dashboard.celery import app
 
-    app.conf.task_always_eager = True
+    app.conf.CELERY_TASK_ALWAYS_EAGER = True
     if request.node.rep_call_failed if hasattr(request.node, "rep_call_failed") else False:
         for w in workers:
             print(f"--- {w.log} ---\n{w.tail()}")

@@ -20,7 +20,6 @@ from tests.support.llm_server import llm_server  # noqa: E402,F401  (fixture)
 from summarizer_spans import small_coding_span  # noqa: E402
 
 KEY_ENV = "SCRIPTED_LLM_API_KEY"
-CORPUS = _ROOT.parent / "shared" / "corpus"
 
 
 @pytest.fixture

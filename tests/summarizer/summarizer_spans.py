@@ -2,7 +2,11 @@
 this directory is on sys.path while its tests run)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from compaction.messages import Message, Provenance, original_id
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
 
 def make_span(raws: list[dict], provenances: dict[int, Provenance] | None = None) -> list[Message]:

@@ -21,6 +21,7 @@ order it arrived, including requests whose client gave up before the answer.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -28,8 +29,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
-
-import contextlib
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 

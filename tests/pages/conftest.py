@@ -1,0 +1,61 @@
+"""Fixtures of the page tests (Django test client). Runs execute inline (eager Celery) when
+their enqueueing transaction commits, as a worker would run them."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+import pytest  # noqa: E402
+
+from tests.pages import factories  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    from dashboard.celery import app
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    yield
+    app.conf.task_always_eager = True
+
+
+@pytest.fixture
+def user(db, django_user_model):
+    return django_user_model.objects.create_user("alice", password="correct horse battery")
+
+
+@pytest.fixture
+def web(client, user):
+    """A signed-in browser session."""
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def project(db):
+    return factories.make_project("acme")
+
+
+@pytest.fixture
+def small(project):
+    """A 10-turn session, never compacted."""
+    return factories.import_messages(project, factories.agent_messages(10), title="small session")
+
+
+@pytest.fixture
+def grown(project, django_capture_on_commit_callbacks):
+    """A session that grew message by message with auto compaction: several runs fired."""
+    s = factories.grow(project, factories.agent_messages(40, tag="g"), title="grown session",
+                       capture=django_capture_on_commit_callbacks)
+    assert s.compaction_count >= 2, "the test policy should have compacted this session"
+    return s
+
+
+@pytest.fixture
+def last_run(grown):
+    from dashboard.models import CompactionRun, RunStatus
+
+    return CompactionRun.objects.filter(session=grown, status=RunStatus.SUCCEEDED).order_by("-id").first()

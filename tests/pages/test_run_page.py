@@ -1,0 +1,66 @@
+"""Run page: ledger, summary, prompt, model, attempts, retention, tokens by category."""
+import re
+
+from django.urls import reverse
+
+from tests.pages import factories
+
+
+def test_a_finished_run_shows_everything_it_did(web, last_run):
+    html = web.get(reverse("pages:run", args=[last_run.pk])).content.decode()
+    assert 'data-testid="ledger"' in html
+    assert 'data-testid="run-summary"' in html and last_run.summary.splitlines()[0][:40] in html
+    assert "Prompt sent to the summarizer" in html
+    assert 'data-testid="attempts"' in html and "ok" in html
+    assert 'data-testid="categories"' in html and "tool results" in html
+    assert 'data-testid="retention"' in html
+    assert last_run.model in html
+    assert "run-progress" not in html  # finished: no polling
+    assert f"{last_run.tokens_before['total']:,} → {last_run.tokens_after['total']:,}" in html
+
+
+def test_the_ledger_has_a_row_per_message_and_filters_by_fate(web, last_run):
+    html = web.get(reverse("pages:run", args=[last_run.pk])).content.decode()
+    ledger = html.split('data-testid="ledger"', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r"<tr><td>", ledger)) == len(last_run.ledger)
+    kept = sum(1 for r in last_run.ledger if r["fate"] == "kept")
+    html = web.get(reverse("pages:run", args=[last_run.pk]), {"fate": "kept"}).content.decode()
+    ledger = html.split('data-testid="ledger"', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r"<tr><td>", ledger)) == kept
+    assert len(re.findall(r"<strong>kept</strong>", ledger)) == kept
+
+
+def test_missing_identifiers_are_listed(web, project, django_capture_on_commit_callbacks):
+    msgs = factories.agent_messages(12, tag="r", extra_user=["Remember the ticket id 9f1c2ab7e4d3 and /etc/app/secret.conf"])
+    msgs += factories.agent_messages(6, tag="s")[1:]
+    s = factories.import_messages(project, msgs)
+    run = factories.force(s, capture=django_capture_on_commit_callbacks, overrides={"cut.keep_messages": 2})
+    html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
+    missing = run.retention["missing"]
+    if missing:
+        assert 'data-testid="missing-identifiers"' in html
+        for ident in missing[:5]:
+            assert ident.replace("&", "&amp;") in html
+    else:
+        assert "Every referenced identifier survived" in html
+
+
+def test_a_running_run_polls_and_reloads_when_done(web, small, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        web.post(reverse("pages:force", args=[small.pk]), {}, HTTP_HX_REQUEST="true")
+    from dashboard.models import CompactionRun
+
+    run = CompactionRun.objects.get(session=small)
+    html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
+    assert f"/runs/{run.pk}/progress/?poll=1&amp;context=run" in html and "every 1s" in html
+
+
+def test_a_failed_run_shows_its_error(web, small, django_capture_on_commit_callbacks):
+    from dashboard.models import CompactionRun
+
+    run = factories.force(small, capture=django_capture_on_commit_callbacks,
+                          overrides={"cut.keep_messages": 0, "cut.min_evicted_messages": 10_000})
+    assert run.status in ("skipped", "failed")
+    html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
+    assert run.error[:40] in html.replace("&#x27;", "'").replace("&quot;", '"')
+    assert CompactionRun.objects.count() == 1

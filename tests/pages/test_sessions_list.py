@@ -1,0 +1,81 @@
+"""Sessions list: columns, search by title or id, filters, cursor pages."""
+import re
+
+from django.urls import reverse
+
+from tests.pages import factories
+
+
+def rows(html: str) -> list[str]:
+    body = html.split("<tbody>", 1)[1].split("</tbody>", 1)[0] if "<tbody>" in html else ""
+    return re.findall(r'<a href="/sessions/(\d+)/">', body)
+
+
+def test_the_list_shows_both_token_numbers_labelled(web, small):
+    html = web.get(reverse("pages:sessions")).content.decode()
+    for header in ("Messages", "Context now", "Total tokens", "Compactions", "Last activity"):
+        assert header in html
+    assert "small session" in html
+    assert f"#{small.pk}" in html
+
+
+def test_search_finds_sessions_by_title_by_external_id_and_by_id(web, project):
+    a = factories.import_messages(project, factories.agent_messages(1), title="refactor the parser", external_id="ext-alpha")
+    b = factories.import_messages(project, factories.agent_messages(1), title="write the docs", external_id="ext-beta")
+    url = reverse("pages:sessions")
+    assert rows(web.get(url, {"q": "PARSER"}).content.decode()) == [str(a.pk)]
+    assert rows(web.get(url, {"q": "ext-beta"}).content.decode()) == [str(b.pk)]
+    assert rows(web.get(url, {"q": str(a.pk)}).content.decode()) == [str(a.pk)]
+    assert "No session matches" in web.get(url, {"q": "nothing like this"}).content.decode()
+
+
+def test_the_compacted_filter_keeps_sessions_with_compactions(web, small, grown):
+    found = rows(web.get(reverse("pages:sessions"), {"compacted": "1"}).content.decode())
+    assert found == [str(grown.pk)]
+
+
+def test_the_over_threshold_filter_uses_each_sessions_policy(web, project, small):
+    # 20 turns is ~9k tokens: over the test policy's 6,000-token trigger (never compacted here)
+    big = factories.import_messages(project, factories.agent_messages(20), title="over the line")
+    html = web.get(reverse("pages:sessions"), {"over": "1"}).content.decode()
+    assert rows(html) == [str(big.pk)]
+    assert "over threshold" in html
+    # the same session under a session policy with a higher threshold is not over
+    from compaction import Policy
+    from dashboard.services.policies import create_policy, set_session_policy
+
+    roomy = create_policy(project, "roomy", Policy.load({"trigger": {"kind": "tokens", "threshold": 50_000}}))
+    set_session_policy(big, roomy)
+    assert rows(web.get(reverse("pages:sessions"), {"over": "1"}).content.decode()) == []
+
+
+def test_cursor_pages_walk_older_and_back_newer(web, project):
+    made = [factories.import_messages(project, factories.agent_messages(1), title=f"s{i}") for i in range(30)]
+    newest_first = [str(s.pk) for s in reversed(made)]
+    first = web.get(reverse("pages:sessions")).content.decode()
+    assert rows(first) == newest_first[:25]
+    cursor = re.search(r'href="\?cursor=([^"&]+)"', first).group(1)
+    second = web.get(reverse("pages:sessions"), {"cursor": cursor}).content.decode()
+    assert rows(second) == newest_first[25:]
+    prev = re.search(r'href="\?prev=([^"&]+)"', second).group(1)
+    back = web.get(reverse("pages:sessions"), {"prev": prev}).content.decode()
+    assert rows(back) == newest_first[:25]
+
+
+def test_a_damaged_cursor_shows_the_first_page_and_says_so(web, small):
+    html = web.get(reverse("pages:sessions"), {"cursor": "!!not-a-cursor"}).content.decode()
+    assert "invalid cursor" in html and rows(html) == [str(small.pk)]
+
+
+def test_htmx_asks_only_for_the_rows(web, small):
+    r = web.get(reverse("pages:sessions"), {"q": "small"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="session-rows")
+    html = r.content.decode()
+    assert "<html" not in html and "small session" in html
+
+
+def test_without_a_project_the_page_offers_to_create_one(web, db):
+    html = web.get(reverse("pages:sessions")).content.decode()
+    assert "No project yet" in html
+    web.post(reverse("pages:create-project"), {"name": "first"})
+    html = web.get(reverse("pages:sessions")).content.decode()
+    assert "Upload sessions" in html and ">first</option>" in html

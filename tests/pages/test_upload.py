@@ -1,0 +1,71 @@
+"""Upload form: every import format, all-or-nothing, errors shown next to the form."""
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from dashboard.models import Session
+
+FIXTURES = Path(__file__).resolve().parents[1] / "formats" / "fixtures"
+
+
+def upload(web, *names, htmx=True, **data):
+    files = [SimpleUploadedFile(n, (FIXTURES / n).read_bytes()) for n in names]
+    extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return web.post(reverse("pages:upload"), {"file": files, **data}, **extra)
+
+
+@pytest.mark.parametrize("name, fmt", [("openai_session.json", "openai"), ("openai.jsonl", "openai_jsonl"),
+                                       ("anthropic.json", "anthropic"), ("claude_code.jsonl", "claude_code_jsonl")])
+def test_each_import_format_uploads(web, project, name, fmt):
+    r = upload(web, name)
+    assert r.status_code == 200
+    assert 'data-testid="upload-ok"' in r.content.decode()
+    assert r["HX-Trigger"] == "sessions-changed"
+    s = Session.objects.get(project=project)
+    assert s.source_format == fmt and s.message_count > 0
+
+
+def test_an_explicit_format_and_title_are_used(web, project):
+    upload(web, "openai.jsonl", format="openai_jsonl", title="my title")
+    assert Session.objects.get(project=project).title == "my title"
+
+
+def test_a_file_with_several_sessions_imports_them_all(web, project):
+    upload(web, "openai_many.json")
+    assert Session.objects.filter(project=project).count() > 1
+
+
+def test_pasted_text_imports(web, project):
+    text = '{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "hello"}\n'
+    r = web.post(reverse("pages:upload"), {"text": text}, HTTP_HX_REQUEST="true")
+    assert 'data-testid="upload-ok"' in r.content.decode()
+    assert Session.objects.get(project=project).message_count == 2
+
+
+def test_an_invalid_file_imports_nothing_and_names_file_and_line(web, project):
+    r = upload(web, "openai_session.json", "bad_json.jsonl")
+    html = r.content.decode()
+    assert r.status_code == 200  # htmx swaps 200s only: the errors must reach the form
+    assert 'data-testid="upload-errors"' in html and "Nothing was imported" in html
+    assert "bad_json.jsonl" in html and "line" in html
+    assert not Session.objects.exists()
+
+
+def test_an_unknown_role_is_reported_with_its_position(web, project):
+    html = upload(web, "unknown_role.jsonl").content.decode()
+    assert "unknown_role.jsonl" in html and "role" in html
+    assert not Session.objects.exists()
+
+
+def test_an_empty_form_says_what_is_missing(web, project):
+    html = web.post(reverse("pages:upload"), {}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Choose one or more files" in html
+
+
+def test_without_htmx_a_good_upload_redirects_and_a_bad_one_is_a_400_page(web, project):
+    r = upload(web, "openai_session.json", htmx=False)
+    assert r.status_code == 302
+    r = upload(web, "bad_json.jsonl", htmx=False)
+    assert r.status_code == 400 and b"bad_json.jsonl" in r.content and b"<html" in r.content

@@ -1,0 +1,61 @@
+"""Policies: CRUD with versions, validation naming the field, the active policy."""
+from __future__ import annotations
+
+from compaction import PRESETS
+
+
+def test_a_policy_is_created_from_a_preset_with_overrides(api):
+    r = api.post("/api/policies", {"name": "eino-ish", "preset": "eino", "overrides": {"cut.keep_messages": 3}})
+    assert r.status_code == 201, r.content
+    p = r.json()
+    assert p["version"] == 1 and p["active"] is False
+    assert p["policy"]["cut"]["keep_messages"] == 3 and p["policy"]["name"] == "eino"
+
+
+def test_an_invalid_setting_is_a_422_naming_the_field(api):
+    r = api.post("/api/policies", {"name": "bad", "policy": {"trigger": {"kind": "window_fraction", "fraction": 3}}})
+    assert r.status_code == 422
+    assert r.json()["field"] == "trigger.window_fraction.fraction" or r.json()["field"].startswith("trigger")
+    assert "fraction" in r.json()["detail"]
+    unknown = api.post("/api/policies", {"name": "bad", "policy": {"summarizer": {"modle": "x"}}})
+    assert unknown.status_code == 422 and unknown.json()["field"] == "summarizer.modle"
+    preset = api.post("/api/policies", {"name": "bad", "preset": "nope"})
+    assert preset.status_code == 422 and preset.json()["field"] == "preset"
+    assert api.get("/api/policies").json()["items"] == []
+
+
+def test_updating_a_policy_makes_a_new_version_and_keeps_the_old_one(api):
+    pid = api.post("/api/policies", {"name": "p", "preset": "default"}).json()["id"]
+    r = api.put(f"/api/policies/{pid}", {"overrides": {"cut.keep_messages": 9}})
+    assert r.status_code == 200 and r.json()["version"] == 2
+    renamed = api.put(f"/api/policies/{pid}", {"name": "q"}).json()
+    assert renamed["name"] == "q" and renamed["version"] == 2
+    versions = api.get(f"/api/policies/{pid}/versions").json()
+    assert [v["version"] for v in versions] == [1, 2]
+    assert versions[0]["policy"]["cut"]["keep_messages"] == 12 and versions[1]["policy"]["cut"]["keep_messages"] == 9
+
+
+def test_two_policies_cannot_share_a_name(api):
+    api.post("/api/policies", {"name": "same", "preset": "default"})
+    assert api.post("/api/policies", {"name": "same", "preset": "trpc"}).status_code == 409
+
+
+def test_one_policy_is_active_per_project_and_the_active_one_cannot_be_deleted(api):
+    a = api.post("/api/policies", {"name": "a", "preset": "default", "activate": True}).json()
+    b = api.post("/api/policies", {"name": "b", "preset": "trpc"}).json()
+    active = api.get("/api/project/policy").json()
+    assert active["source"] == "policy" and active["policy"]["id"] == a["id"]
+    switched = api.put("/api/project/policy", {"policy_id": b["id"]}).json()
+    assert switched["policy"]["id"] == b["id"] and switched["effective"]["name"] == "trpc"
+    flags = {p["name"]: p["active"] for p in api.get("/api/policies").json()["items"]}
+    assert flags == {"a": False, "b": True}
+    assert api.delete(f"/api/policies/{b['id']}").status_code == 409
+    assert api.delete(f"/api/policies/{a['id']}").status_code == 204
+    api.put("/api/project/policy", {"policy_id": None})
+    assert api.get("/api/project/policy").json()["source"] == "default"
+
+
+def test_presets_are_listed_with_their_settings(api):
+    presets = api.get("/api/presets").json()
+    assert [p["name"] for p in presets] == list(PRESETS)
+    assert all(p["policy"]["trigger"] for p in presets)
