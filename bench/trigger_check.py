@@ -28,6 +28,7 @@ import json
 import statistics
 import sys
 import time
+import timeit
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,6 +196,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-langchain", action="store_true")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    # Machine-speed calibration: the cost of an empty Python call (about 30-50 ns on an idle
+    # modern core); figures below scale with it on a busy or slow machine.
+    noop = timeit.timeit(lambda: None, number=200_000) / 200_000 * 1e9
+    print(f"# calibration: empty python call {noop:.0f} ns")
     texts = corpus_texts(args.corpus)
     policy = bench_policy()
 

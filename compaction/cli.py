@@ -66,7 +66,8 @@ def cmd_replay(args) -> int:
     sid, messages, tools = _read_session(args.session)
     policy = build_policy(args)
     archive = FileArchive(args.archive_dir) if args.archive_dir else MemoryArchive()
-    report = simulate(messages, policy, tools=tools, archive=archive, session_id=sid, keep_contexts=bool(args.dump))
+    report = simulate(messages, policy, tools=tools, archive=archive, session_id=sid, keep_contexts=bool(args.dump),
+                      counterfactual=not args.no_counterfactual)
     report.pop("_session", None)
     if args.dump:
         out = Path(args.dump)
@@ -88,7 +89,8 @@ def format_report(r: dict) -> str:
              f"LLM calls {r['llm_calls']}  overflow calls {r['overflow_calls']}",
              f"peak context {r['peak_context_tokens']:,} tokens  final context {r['final_context_tokens']:,} tokens",
              f"tool output: cleared {r['tokens_cleared']:,} tokens, truncated {r['tokens_truncated']:,} tokens, "
-             f"{r['reduction_events']} reduction events, {r['summaries_avoided_by_reduction']} summaries avoided"]
+             f"{r['reduction_events']} reduction events, {r['summaries_avoided_by_reduction']} LLM summaries avoided"
+             + (f" (without reduction: {r['summaries_without_reduction']} summaries)" if "summaries_without_reduction" in r else "")]
     if r["compactions"]:
         lines.append("")
         lines.append(f"{'at':>6} {'before':>9} {'after':>9} {'evicted':>8} {'summary':>8} {'retain':>7} {'ratio':>7} {'tries':>5}  trigger")
@@ -160,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     common(rp)
     rp.add_argument("--archive-dir", help="write the archive here (JSONL per session) instead of memory")
     rp.add_argument("--dump", metavar="DIR", help="write DIR/context.json and DIR/replay.json")
+    rp.add_argument("--no-counterfactual", action="store_true",
+                    help="skip the second replay without reduction that counts the summaries reduction avoided")
     rp.set_defaults(func=cmd_replay)
     cp = sub.add_parser("count", help="print tokens per category")
     common(cp)

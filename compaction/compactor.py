@@ -40,6 +40,9 @@ class Hooks:
     reduction: dict = field(default_factory=dict)
 
 
+SUMMARY_AVOIDED = "tool-output reduction brought the context under the trigger; no summary needed"
+
+
 def counter_for(policy: Policy) -> MessageCounter:
     return MessageCounter(make_counter(policy.counter, model=policy.model, encoding=policy.encoding,
                                        chars_per_token=policy.chars_per_token))
@@ -119,16 +122,16 @@ class Compactor:
             if progress is not None:
                 progress(name, detail)
 
-        trig = None
-        if not force:
-            st, sm = since_last_summary(msgs, tokens)
-            result = evaluate(policy.trigger, self.trigger_state(before.total, len(msgs), st, sm, last_message_at))
-            if not result.fired:
-                return Skipped(result.reason, result.to_dict())
-            trig = result.to_dict() | {"reason": result.reason}
-        else:
+        summary_trigger = None
+        if force:
             trig = {"kind": "manual", "fired": True, "reason": "forced"}
+        else:
+            st, sm = since_last_summary(msgs, tokens)
+            summary_trigger = evaluate(policy.trigger, self.trigger_state(before.total, len(msgs), st, sm, last_message_at))
+            trig = summary_trigger.to_dict() | {"reason": summary_trigger.reason}
 
+        # Tool-output reduction has thresholds of its own and runs whether or not the
+        # summary trigger fired: it is cheap and needs no LLM.
         working, entries, red_ledger = msgs, [], {}
         cleared = truncated = 0
         reduction_events = 0
@@ -136,12 +139,13 @@ class Compactor:
             step("reduce")
             from .reduction.pipeline import before_call  # noqa: PLC0415
 
-            rr = before_call(working, policy=policy.reduction, counter=self.counter, window=self.window,
+            rr = before_call(working, policy=policy.reduction, counter=self.counter,
+                             window=usable_window(self.window, policy.reserved_output_tokens),
                              session_id=self.session_id, total_tokens=before.total,
                              **({"hooks": self.hooks.reduction} if self.hooks.reduction else {}))
             for e in rr.events:
                 emit(e)
-            if not rr.abandoned:
+            if not rr.abandoned and (rr.entries or rr.ledger):
                 working = rr.messages
                 entries.extend(rr.entries)
                 cleared, truncated = rr.tokens_cleared, rr.tokens_truncated
@@ -156,12 +160,16 @@ class Compactor:
             return self._finish(msgs, working, before, tools_tokens, entries, red_ledger, events, trig,
                                 cleared, truncated, reduction_events, notes=[note])
 
+        if summary_trigger is not None and not summary_trigger.fired:
+            if reduced:
+                trig = {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"}
+            return reduction_only(summary_trigger.reason)
         if reduced and not force:
             after_total = sum(t.total for t in tokens) + tools_tokens
             st, sm = since_last_summary(working, tokens)
             again = evaluate(policy.trigger, self.trigger_state(after_total, len(working), st, sm, last_message_at))
             if not again.fired:
-                return reduction_only("tool-output reduction brought the context under the trigger; no summary needed")
+                return reduction_only(SUMMARY_AVOIDED)
         if not policy.summarize:
             return reduction_only("summarization is off in this policy")
 

@@ -276,7 +276,9 @@ def _finish(messages: list[dict], origins: list[str] | None, tools: list[dict], 
             origin = origins[i] if i is not None and i < len(origins) else None
             where = f"converted message {i}" + (f" (from {origin})" if origin else "")
             line = int(origin[5:]) if origin and origin.startswith("line ") else None
-            new = SessionValidationError(f"{where}: {msg}", index=i, fault=exc.fault, source=source)
+            # err.index is the position in the input, like every other import error
+            index = int(origin[14:]) if origin and origin.startswith("input message ") else i
+            new = SessionValidationError(f"{where}: {msg}", index=index, fault=exc.fault, source=source)
             new.line = line  # type: ignore[attr-defined]
             raise new from None
     tools = validate_tools(tools, source)

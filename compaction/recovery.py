@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections import Counter, OrderedDict
 from typing import Any
 
@@ -179,48 +180,79 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 def terms(text: str):
     """Lower-cased search terms: words (and the pieces of snake_case words); runs of CJK
     characters become overlapping character pairs, since those scripts do not space words."""
+    for word in _raw_terms(text):
+        yield word
+        if "_" in word.strip("_"):
+            for piece in word.split("_"):
+                if piece:
+                    yield piece
+
+
+def _raw_terms(text: str):
     for m in _WORD.finditer(text.lower()):
         word = m.group()
-        if _CJK.search(word):
-            pos = 0
-            for run in _CJK.finditer(word):
-                if run.start() > pos:
-                    yield from _plain(word[pos:run.start()])
-                chars = run.group()
-                if len(chars) == 1:
-                    yield chars
-                else:
-                    for i in range(len(chars) - 1):
-                        yield chars[i:i + 2]
-                pos = run.end()
-            if pos < len(word):
-                yield from _plain(word[pos:])
-        else:
-            yield from _plain(word)
-
-
-def _plain(word: str):
-    yield word
-    if "_" in word.strip("_"):
-        for piece in word.split("_"):
-            if piece:
-                yield piece
+        if not _CJK.search(word):
+            yield word
+            continue
+        pos = 0
+        for run in _CJK.finditer(word):
+            if run.start() > pos:
+                yield word[pos:run.start()]
+            chars = run.group()
+            if len(chars) == 1:
+                yield chars
+            else:
+                for i in range(len(chars) - 1):
+                    yield chars[i:i + 2]
+            pos = run.end()
+        if pos < len(word):
+            yield word[pos:]
 
 
 _INDEX: "OrderedDict[tuple, tuple[Counter, int]]" = OrderedDict()
 _INDEX_SIZE = 1024
+_INDEX_LOCK = threading.Lock()
+
+
+def _term_counts(text: str) -> Counter:
+    """Counter of :func:`terms` over a text, computed slice by slice: plain slices take a
+    C-speed path (findall + Counter.update), and snake_case pieces are added once per
+    distinct word, so megabytes of tool output index in about a second."""
+    counts: Counter = Counter()
+    step = 262_144
+    i = 0
+    while i < len(text):
+        j = min(len(text), i + step)
+        if j < len(text):
+            k = max(text.rfind(" ", i, j), text.rfind("\n", i, j))
+            if k > i:
+                j = k + 1
+        piece = text[i:j].lower()
+        if _CJK.search(piece):
+            counts.update(_raw_terms(piece))
+        else:
+            counts.update(_WORD.findall(piece))
+        i = j
+    for word, n in list(counts.items()):
+        if "_" in word.strip("_"):
+            for part in word.split("_"):
+                if part:
+                    counts[part] += n
+    return counts
 
 
 def _indexed(key: tuple, text: str) -> tuple[Counter, int]:
-    hit = _INDEX.get(key)
-    if hit is not None:
-        _INDEX.move_to_end(key)
-        return hit
-    counts = Counter(terms(text))
+    with _INDEX_LOCK:
+        hit = _INDEX.get(key)
+        if hit is not None:
+            _INDEX.move_to_end(key)
+            return hit
+    counts = _term_counts(text)
     value = (counts, sum(counts.values()))
-    _INDEX[key] = value
-    if len(_INDEX) > _INDEX_SIZE:
-        _INDEX.popitem(last=False)
+    with _INDEX_LOCK:
+        _INDEX[key] = value
+        if len(_INDEX) > _INDEX_SIZE:
+            _INDEX.popitem(last=False)
     return value
 
 

@@ -16,9 +16,12 @@ Identifiers are the concrete handles an agent needs to continue work after a sum
 ``quoted``        quoted strings in *user* messages (``"..."``, ``'...'``, `````...`````, ``“...”``,
                   ``「...」``), 3-80 characters
 
-Each stretch of text is claimed by the first kind that matches it, in the order above (a
-URL is not also a path; ``src/models.py`` is not also the code identifier ``models.py``);
-quoted strings are taken independently. Long base64 runs (embedded files) are ignored.
+Within a whitespace-separated token, each stretch of text is claimed by the first kind
+that matches it, in the order url, uuid, path, error, hex_id, code (a URL is not also a
+path; ``src/models.py`` is not also the code identifier ``models.py``). Numbers with units
+and quoted strings may span a space and are read from the running text independently.
+Long base64 runs (embedded files) are ignored. ASCII word boundaries are used, so
+identifiers glued to CJK text (``修改config_file文件``) are still found.
 
 *Referenced* identifiers are those the user or the agent wrote: user and assistant text
 and tool-call arguments (JSON string values). *All* identifiers add tool results (and
@@ -88,9 +91,9 @@ _UNITS = frozenset((
 ).split())
 # A number, then a word (kept when it is a unit, see _UNITS), a glued %/x, or a $ amount.
 _NUMBER_UNIT_RE = re.compile(
-    r"(\d)(?<![A-Za-z0-9_.,$/\\-]\d)(\d*(?:[.,]\d+)*)"
-    r"(?:\s?([A-Za-z\u00b5\u03bc]+)|(%|\u00d7))(?![A-Za-z0-9_])"
-    r"|\$\s?(\d+(?:[.,]\d+)*)(?![A-Za-z0-9_])"
+    r"(\d)(?<![A-Za-z0-9_.,$/\\-]\d)(\d*(?:,\d{3})*(?:\.\d+)?)"
+    r"(?: ?([A-Za-z\u00b5\u03bc]+)|(%|\u00d7))(?![A-Za-z0-9_])"
+    r"|\$ ?(\d+(?:,\d{3})*(?:\.\d+)?)(?![A-Za-z0-9_])"
 )
 
 _ERROR_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*?(?:Error|Exception|Warning)\b", _A)
@@ -161,7 +164,7 @@ def _pieces(raw: dict) -> Iterator[tuple[str, str]]:
         if text:
             yield origin, text
     for call in raw.get("tool_calls") or []:
-        fn = call.get("function") or {} if isinstance(call, dict) else {}
+        fn = (call.get("function") or {}) if isinstance(call, dict) else {}
         for text in _argument_texts(fn.get("arguments")):
             if text:
                 yield "arguments", text
@@ -326,16 +329,39 @@ def _variants(identifier: str, kind_of: dict[str, str]) -> tuple[str, ...]:
 
 
 class _Haystack:
-    """Lower-cased text of the new context with a token set as a fast path."""
+    """Lower-cased text of the new context, searched for many identifiers.
+
+    A plain substring test per identifier costs O(identifiers x context size): seconds
+    for thousands of identifiers against a large context. Two exact shortcuts keep it
+    near O(context + identifiers): an identifier that is a whole token of the context is
+    present; one with any 4-character sequence absent from the context is not.
+    """
 
     _TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;]+")
+    GRAM = 4
+    GRAMS_FROM = 20_000  # contexts shorter than this are simply scanned
 
     def __init__(self, text: str):
         self.text = text.lower()
         self.tokens = set(self._TOKEN.findall(self.text))
+        self._grams: set[str] | None = None
+
+    def _gram_set(self) -> set[str]:
+        if self._grams is None:
+            t, g = self.text, self.GRAM
+            self._grams = {t[i:i + g] for i in range(len(t) - g + 1)}
+        return self._grams
 
     def __contains__(self, needle: str) -> bool:
-        return needle in self.tokens or needle in self.text
+        if needle in self.tokens:
+            return True
+        g = self.GRAM
+        if len(self.text) >= self.GRAMS_FROM and len(needle) >= g:
+            grams = self._gram_set()
+            for i in range(len(needle) - g + 1):
+                if needle[i:i + g] not in grams:
+                    return False
+        return needle in self.text
 
 
 def _stats(total: set[str], kept: set[str]) -> dict:

@@ -17,7 +17,24 @@ from .context import LiveContext
 from .messages import Message, tool_name_index
 from .outcome import Outcome, Skipped
 from .policy import Policy
-from .triggers import ConditionResult, evaluate
+from .triggers import ConditionResult, evaluate, usable_window
+
+
+def reduction_due(policy: Policy, total_tokens: int, window: int) -> bool:
+    """O(1): passes and force-clean lists act before every call; clearing once the context
+    is over its own threshold (tokens, or a share of the usable window)."""
+    red = policy.reduction
+    if not red.enabled:
+        return False
+    if red.passes.enabled or red.force_clean_tools:
+        return True
+    clearing = red.clearing
+    if not clearing.enabled:
+        return False
+    usable = usable_window(window, policy.reserved_output_tokens)
+    if clearing.trigger_tokens is not None and total_tokens > clearing.trigger_tokens:
+        return True
+    return clearing.trigger_fraction is not None and total_tokens > clearing.trigger_fraction * usable
 
 
 class CompactionSession:
@@ -71,12 +88,7 @@ class CompactionSession:
 
     def reduction_due(self) -> bool:
         """Whether tool-output clearing has work to consider before the next model call."""
-        red = self.policy.reduction
-        if not red.enabled:
-            return False
-        from .reduction.pipeline import clearing_due  # noqa: PLC0415
-
-        return clearing_due(red, self.live.total_tokens, self.compactor.window)
+        return reduction_due(self.policy, self.live.total_tokens, self.compactor.window)
 
     # -- compacting ----------------------------------------------------------------
     def compact(self, force: bool = False, run_id: str | None = None,

@@ -19,7 +19,11 @@ from .session import CompactionSession
 
 def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, tools: list[dict] | None = None,
              archive: ArchiveBackend | None = None, session_id: str = "replay",
-             keep_contexts: bool = False, progress: Callable[[int, int], None] | None = None) -> dict:
+             keep_contexts: bool = False, progress: Callable[[int, int], None] | None = None,
+             counterfactual: bool = False) -> dict:
+    """Replay ``messages`` through ``policy``. With ``counterfactual`` and reduction enabled, the
+    session is replayed a second time without reduction (offline summarizer, in memory) to
+    count the LLM summaries the reduction made unnecessary."""
     started = time.perf_counter()
     session = CompactionSession(policy, archive=archive or MemoryArchive(), session_id=session_id, tools=tools)
     window = session.compactor.window
@@ -89,6 +93,16 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
     }
     if replay_error:
         report["integrity"]["error"] = replay_error
+    if counterfactual and session.policy.reduction.enabled:
+        without = session.policy.model_copy(deep=True)
+        without.reduction.enabled = False
+        without.summarizer.model = None
+        alt = simulate(messages, without, tools=tools, session_id=session_id + "-without-reduction")
+        alt.pop("_session", None)
+        summaries_with = sum(1 for c in compactions if c["summarized"])
+        summaries_without = sum(1 for c in alt["compactions"] if c["summarized"])
+        report["summaries_without_reduction"] = summaries_without
+        report["summaries_avoided_by_reduction"] = max(0, summaries_without - summaries_with)
     if keep_contexts:
         report["context_per_call"] = contexts
         report["context"] = context

@@ -44,14 +44,16 @@ def call_owners(messages: list[Message]) -> dict[str, int]:
     return owners
 
 
-def threshold_for(ed: Editor, window: int) -> int:
+def threshold_for(ed: Editor, window: int | None) -> int | None:
+    """The lower of the configured thresholds (None when only a fraction is set and the
+    window is unknown)."""
     cc = ed.policy.clearing
     limits = []
     if cc.trigger_tokens is not None:
         limits.append(cc.trigger_tokens)
-    if cc.trigger_fraction is not None:
+    if cc.trigger_fraction is not None and window:
         limits.append(int(cc.trigger_fraction * window))
-    return min(limits)
+    return min(limits) if limits else None
 
 
 def protected_from(messages: list[Message], keep: int, unit: str) -> int:
@@ -73,6 +75,8 @@ def run_clearing(ed: Editor, *, total_tokens: int, window: int) -> str | None:
     cc = policy.clearing
     msgs = ed.messages
     threshold = threshold_for(ed, window)
+    if threshold is None:
+        return "clearing.trigger_fraction needs the window size, and none was given"
     if total_tokens <= threshold:
         return f"context {total_tokens:,} tokens is not over the clear threshold {threshold:,}"
     limit = protected_from(msgs, cc.keep, cc.keep_unit)

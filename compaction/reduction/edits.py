@@ -24,6 +24,13 @@ from .result import EVENT_CLEARED, EVENT_TRUNCATED, EVENT_WARNING, ReductionResu
 from .truncate import shorten
 
 FAILURE_WORDS = ("error", "fail", "missing", "unavailable", "lost", "denied", "invalid")
+# An edit must save at least this many tokens. Smaller gains are not worth a prompt-cache
+# miss, and entry ids tokenize to slightly different lengths, so a near-tie could flip
+# between one model call and the next.
+MIN_GAIN_TOKENS = 32
+# Decisions are taken on placeholders carrying this stand-in handle, so whether a result is
+# worth clearing depends on the result alone, not on how a random entry id tokenizes.
+PROBE_HANDLE = "ar_0000000000000000"
 
 
 @dataclass
@@ -170,7 +177,6 @@ class Editor:
             budget = budget_chars
             if max_tokens is not None:
                 budget = max(1, int(text_len * max_tokens / max(1, before)))
-            new_raw = None
             for _ in range(4):
                 sh = shorten(content, budget_chars=budget, limit_label=limit_label, handle=handle, tool_name=name,
                              tool_call_id=msg.tool_call_id, tokens=before, language=self.lang,
@@ -198,8 +204,8 @@ class Editor:
         red = self._mark("truncated", msg, handle, name, phase, before)
         new_msg = msg.with_raw(new_raw, reduction=red)
         after = tokens_of(self.counter, new_msg)
-        if after >= before:
-            return False
+        if decided is None and after > before - MIN_GAIN_TOKENS:
+            return False  # the notice would cost about what the cut saves
         self.slots[i] = [new_msg]
         self._record(Record(i, "truncated", phase, msg.id, msg.tool_call_id, name, before, after, handle, reason,
                             msg if new else None, stats))
@@ -230,12 +236,17 @@ class Editor:
         if isinstance(decided, Replacement):
             new_args = decided.arguments
             decided = decided.content
-        text = decided if decided is not None else self.placeholder(name, msg, handle, chars, orig_tokens, forced)
+        if decided is None:
+            # A placeholder about as large as the result helps nobody.
+            probe = self.placeholder(name, msg, PROBE_HANDLE, chars, orig_tokens, forced)
+            if tokens_of(self.counter, Message(dict(msg.raw, content=probe), msg.id)) > before - MIN_GAIN_TOKENS:
+                return False
+            text = self.placeholder(name, msg, handle, chars, orig_tokens, forced)
+        else:
+            text = decided  # a handler's explicit choice is applied as given
         mark = self._mark("cleared", msg, handle, name, phase, orig_tokens, chars)
         new_msg = msg.with_raw(dict(msg.raw, content=text), reduction=mark)
         after = tokens_of(self.counter, new_msg)
-        if after >= before:
-            return False  # never grow the context: a placeholder larger than the result helps nobody
         self.slots[i] = [new_msg]
         self._record(Record(i, "cleared", phase, msg.id, msg.tool_call_id, name, before, after, handle, reason,
                             msg if new else None, {"chars_before": chars, "forced": forced}))
@@ -260,12 +271,13 @@ class Editor:
         args = fn.get("arguments") or ""
         name = fn.get("name")
         handle, new = self._handle(msg)
-        if replacement is None:
-            note = N.render("cleared_arguments", self.lang, chars=N.num(len(args)), handle=handle, tool_call_id=call_id)
-            replacement = json.dumps({"archived": note}, ensure_ascii=False)
-        if len(replacement) >= len(args):
-            return False
         before = self.tokens(j, msg)
+        from_handler = replacement is not None
+        if not from_handler:
+            probe = self._arguments_note(len(args), PROBE_HANDLE, call_id)
+            if self.counter.count_text(probe) > self.counter.count_text(args) - MIN_GAIN_TOKENS:
+                return False
+            replacement = self._arguments_note(len(args), handle, call_id)
         new_calls = [dict(c, function=dict(c.get("function") or {}, arguments=replacement)) if c is target else c
                      for c in calls]
         cleared_calls = list(red0.get("cleared_calls", ())) if red0 else []
@@ -276,12 +288,14 @@ class Editor:
                 "original_tokens": (red0 or {}).get("original_tokens", before)}
         new_msg = msg.with_raw(dict(msg.raw, tool_calls=new_calls), reduction=mark)
         after = tokens_of(self.counter, new_msg)
-        if after >= before:
-            return False
         self.slots[j] = [new_msg]
         self._record(Record(j, "cleared", phase, msg.id, call_id, name, before, after, handle, reason,
                             msg if new else None, {"field": "arguments"}))
         return True
+
+    def _arguments_note(self, chars: int, handle: str, call_id: str) -> str:
+        note = N.render("cleared_arguments", self.lang, chars=N.num(chars), handle=handle, tool_call_id=call_id)
+        return json.dumps({"archived": note}, ensure_ascii=False)
 
     def rewrite_group(self, a: int, results: list[int], *, phase: str, reason: str) -> bool:
         """Offer the group (assistant at ``a``, its results) to the rewrite hook."""

@@ -17,6 +17,7 @@ token or so per cut, which no reduction decision is sensitive to.
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from functools import lru_cache
 from typing import Any
@@ -33,6 +34,7 @@ _WS_RUNS = (" " * 2048, "\n" * 2048, "\t" * 2048, "\r\n" * 1024)
 _LONG_RUN = re.compile(r"\S{%d,}|\s{2048,}" % LONG_RUN_CHARS)
 _BIG_MEMO: "OrderedDict[tuple[str, str], int]" = OrderedDict()
 _BIG_MEMO_SIZE = 256
+_MEMO_LOCK = threading.Lock()
 
 
 def document_text(content: Any) -> str:
@@ -134,10 +136,11 @@ def count_text(counter: MessageCounter, text: str) -> int:
 
 def _big_tokens(counter: MessageCounter, msg: Message) -> int:
     key = (counter.name, msg.hash)
-    hit = _BIG_MEMO.get(key)
-    if hit is not None:
-        _BIG_MEMO.move_to_end(key)
-        return hit
+    with _MEMO_LOCK:
+        hit = _BIG_MEMO.get(key)
+        if hit is not None:
+            _BIG_MEMO.move_to_end(key)
+            return hit
     raw = msg.raw
     skeleton = dict(raw)
     big: list[str] = []
@@ -164,9 +167,10 @@ def _big_tokens(counter: MessageCounter, msg: Message) -> int:
             calls.append(call)
         skeleton["tool_calls"] = calls
     total = counter.count_raw(skeleton).total + sum(count_text(counter, t) for t in big)
-    _BIG_MEMO[key] = total
-    if len(_BIG_MEMO) > _BIG_MEMO_SIZE:
-        _BIG_MEMO.popitem(last=False)
+    with _MEMO_LOCK:
+        _BIG_MEMO[key] = total
+        if len(_BIG_MEMO) > _BIG_MEMO_SIZE:
+            _BIG_MEMO.popitem(last=False)
     return total
 
 

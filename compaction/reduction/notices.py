@@ -96,7 +96,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "omitted_marker": "\n[……此处省略 {omitted} 个字符……]\n",
         "truncated_notice": (
             "[为适应上下文，输出已缩短：`{tool_name}` 调用（tool_call_id {tool_call_id}）返回了 "
-            "{chars} 个字符（约 {tokens} 个 token），超过 {limit}上限。上方保留了开头和结尾共 "
+            "{chars} 个字符（约 {tokens} 个 token），超过{limit}上限。上方保留了开头和结尾共 "
             "{kept} 个字符{images}。完整输出原样保存在归档条目 {handle} 中；可用 {load_call} "
             "读取任意部分（偏移量按字符计）。]"
         ),

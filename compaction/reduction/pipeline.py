@@ -22,7 +22,7 @@ from .passes import run_force_clean, run_pass1, run_pass2
 from .result import (EVENT_ABANDONED, EVENT_CLEARED, EVENT_TRUNCATED, EVENT_WARNING,  # noqa: F401
                      ReductionResult)
 
-__all__ = ["on_append", "before_call", "ReductionResult", "ReductionHooks", "Replacement", "ToolDetail",
+__all__ = ["on_append", "before_call", "clearing_due", "ReductionResult", "ReductionHooks", "Replacement", "ToolDetail",
            "EVENT_TRUNCATED", "EVENT_CLEARED", "EVENT_WARNING", "EVENT_ABANDONED", "list_warnings"]
 
 
@@ -98,6 +98,27 @@ def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: Me
         if replaced is not None:
             result = replaced
     return result
+
+
+def clearing_due(policy: ReductionPolicy, total_tokens: int, window: int | None) -> bool:
+    """O(1): whether :func:`before_call` has anything to consider before the next model call.
+
+    True when passes or force-clean are configured (they run on every call, as in tRPC) or
+    when the context is over the clearing threshold. It may still find nothing to do (all
+    old results already cleared, or the clear-at-least guard abandons)."""
+    if not policy.enabled:
+        return False
+    if policy.passes.enabled or policy.force_clean_tools:
+        return True
+    cc = policy.clearing
+    if not cc.enabled:
+        return False
+    limits = []
+    if cc.trigger_tokens is not None:
+        limits.append(cc.trigger_tokens)
+    if cc.trigger_fraction is not None and window:
+        limits.append(int(cc.trigger_fraction * window))
+    return bool(limits) and total_tokens > min(limits)
 
 
 def list_warnings(policy: ReductionPolicy, seen_tools: set[str]) -> list[dict]:

@@ -35,7 +35,7 @@ def looks_binary(text: str) -> bool:
     return "\x00" in text[:_SAMPLE] or odd_share(text) > BINARY_SHARE
 
 
-def escaped_preview(text: str, chars: int = 80) -> str:
+def escaped_preview(text: str, chars: int = 48) -> str:
     """A short, printable, JSON-safe rendering of the start of a text."""
     return ascii(text[:chars])
 

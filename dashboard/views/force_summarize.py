@@ -46,7 +46,7 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("pages:run", run.pk) if run is not None else redirect("pages:session", session.pk)
     if error:
         return render(request, "partials/form_error.html", {"error": error})
-    return render(request, "partials/run_progress.html", {"run": run, "context": "session"})
+    return render(request, "partials/run_progress.html", {"run": run, "poll_for": "session"})
 
 
 @login_required
@@ -54,7 +54,7 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     run = load_run_status(pk)
     context = request.GET.get("context", "session")
-    response = render(request, "partials/run_progress.html", {"run": run, "context": context})
+    response = render(request, "partials/run_progress.html", {"run": run, "poll_for": context})
     if run.is_final and request.GET.get("poll"):
         if context == "run":
             response["HX-Refresh"] = "true"

@@ -74,7 +74,16 @@
       ctx.lineTo(b.left + b.width, y);
       ctx.stroke();
       ctx.setLineDash([]);
-      ctx.fillText(t.label, b.left + 6 * dpr, y - 4 * dpr);
+      // uPlot leaves its own text alignment on the context; labels sit above their line, left
+      ctx.textAlign = "left";
+      ctx.textBaseline = "bottom";
+      var w = ctx.measureText(t.label).width, x0 = b.left + 6 * dpr, y0 = y - 3 * dpr;
+      ctx.fillStyle = cssVar("--pico-background-color");
+      ctx.globalAlpha = 0.8;
+      ctx.fillRect(x0 - 2 * dpr, y0 - 13 * dpr, w + 4 * dpr, 13 * dpr);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = color;
+      ctx.fillText(t.label, x0, y0);
     });
     ctx.restore();
   }

@@ -295,7 +295,9 @@ def test_anthropic_unanswered_call_before_user_text_is_rejected_by_validation():
             {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
             {"role": "user", "content": "never answered"}]}, source="a.json")
     assert err.value.fault == "unanswered_tool_call"
-    assert "from input message 1" in str(err.value)
+    # converted message 2 (after the system message) came from input message 1
+    assert "converted message 2 (from input message 1)" in str(err.value)
+    assert err.value.index == 1
 
 
 def test_anthropic_trailing_unanswered_call_is_legal():

@@ -26,7 +26,8 @@ def ten_megabytes() -> str:
 
 
 def test_binary_garbage_is_archived_whole_and_replaced_by_an_escaped_preview():
-    garbage = bytes(random.Random(1).randrange(256) for _ in range(6000)).decode("latin-1")
+    rng = random.Random(1)
+    garbage = bytes(rng.randrange(256) for _ in range(6000)).decode("latin-1")
     raws = run(rounds=1, output=lambda i: garbage)
     live, archive = arrive(raws, policy())
     msg = live[-1]
@@ -39,7 +40,8 @@ def test_binary_garbage_is_archived_whole_and_replaced_by_an_escaped_preview():
 
 
 def test_replacement_characters_from_a_failed_decode_count_as_binary():
-    garbage = bytes(random.Random(2).randrange(128, 256) for _ in range(4000)).decode("utf-8", errors="replace")
+    rng = random.Random(2)
+    garbage = bytes(rng.randrange(128, 256) for _ in range(4000)).decode("utf-8", errors="replace")
     live, archive = arrive(run(rounds=1, output=lambda i: garbage), policy())
     assert "binary" in live[-1].raw["content"]
 

@@ -184,3 +184,40 @@ def test_cleared_results_replay_byte_exact_and_load_exactly_from_the_archive():
     commit(r, archive)
     assert_replay_exact(archive, r.messages, raws)
     assert assert_every_reduction_loads_exactly(archive, r.messages, raws) == 8
+
+
+def test_a_fraction_trigger_without_a_window_changes_nothing_and_says_why():
+    msgs, r = reduce(run(rounds=4, output=OUT), clearing(trigger_tokens=None, trigger_fraction=0.1), window=None)
+    assert r.messages is msgs and "needs the window size" in r.abandoned
+
+
+def test_parallel_results_are_cleared_one_by_one_and_stay_paired():
+    raws = [{"role": "user", "content": "inspect"}]
+    for k in range(3):
+        ids = [f"r{k}{j}" for j in range(3)]
+        raws.append({"role": "assistant", "content": None, "tool_calls": [call(i, "read") for i in ids]})
+        raws += [{"role": "tool", "tool_call_id": i, "content": OUT if j != 1 else "short"} for j, i in enumerate(ids)]
+    archive = MemoryArchive()
+    _, r = reduce(raws, clearing(keep=1))
+    commit(r, archive)
+    assert [m.tool_call_id for m in r.messages if m.reduction] == ["r00", "r02", "r10", "r12"]
+    check_tool_pairs(r.messages)
+    assert_replay_exact(archive, r.messages, raws)
+    assert_every_reduction_loads_exactly(archive, r.messages, raws)
+
+
+def test_hooks_given_as_a_dict_are_checked_for_typos():
+    import pytest
+    with pytest.raises(TypeError, match="unknown reduction hook"):
+        reduce(run(rounds=2, output=OUT), clearing(), hooks={"rewriter": lambda c, r: None})
+
+
+def test_clearing_due_is_a_cheap_check_of_the_thresholds():
+    from compaction.reduction.pipeline import clearing_due
+    pol = clearing(trigger_tokens=5000, trigger_fraction=0.5)
+    assert not clearing_due(pol, 4000, 100_000)
+    assert clearing_due(pol, 5001, 100_000)
+    assert clearing_due(pol, 4000, 6000)  # half of a 6k window
+    assert not clearing_due(policy(enabled=False), 10**9, 1000)
+    assert not clearing_due(policy(clearing={"enabled": False}), 10**9, 1000)
+    assert clearing_due(policy(clearing={"enabled": False}, passes={"enabled": True}), 0, 1000)

@@ -165,3 +165,17 @@ def test_entries_are_only_returned_never_written():
     assert archive.entries(SESSION) == []
     commit(r, archive)
     assert [e.id for e in archive.entries(SESSION)] == [r.entries[0].id]
+
+
+def test_parallel_results_arriving_together_are_each_truncated_on_their_own():
+    raws = [{"role": "user", "content": "fetch both"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "p1", "type": "function", "function": {"name": "fetch", "arguments": "{}"}},
+                {"id": "p2", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "p1", "content": BIG},
+            {"role": "tool", "tool_call_id": "p2", "content": BIG[:40_000]}]
+    live, archive = arrive(raws, policy(tools={"grep": {"max_chars": 10_000}}))
+    assert [m.reduction["tool_name"] for m in live[2:]] == ["fetch", "grep"]
+    assert len(archive.entries(SESSION)) == 2
+    assert_replay_exact(archive, live, raws)
+    assert_every_reduction_loads_exactly(archive, live, raws)

@@ -194,12 +194,25 @@ def test_corpus_session_runs():
     files = sorted(CORPUS.glob("*.json"))
     if not files:
         pytest.skip("../shared/corpus not present")
-    for path in files[:6]:
+    for path in files:
         messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
         cut = len(messages) * 3 // 4
         r = retention(messages[:cut], messages[cut:])
         assert r["referenced"]["total"] >= r["referenced"]["kept"] >= 0
         json.dumps(r)
+        # every identifier is found in the text it was extracted from
+        whole = retention(messages, messages)
+        assert whole["all"]["kept"] == whole["all"]["total"], (path.name, whole["missing"])
+
+
+def test_presence_in_a_large_context_is_exact():
+    # contexts over 20,000 characters go through the 4-gram shortcut: results must not change
+    filler = "lorem ipsum dolor sit amet " * 2000
+    span = [user("check /srv/data/input_v2.csv, parse_rows, 0xdeadbeef1 and /srv/other/gone.txt")]
+    ctx = [user(filler + "glued:/srv/data/input_v2.csv;parse_rows()" + filler + "0XDEADBEEF1")]
+    r = retention(span, ctx)
+    assert r["missing"] == ["/srv/other/gone.txt"]
+    assert r["referenced"] == {"total": 4, "kept": 3, "score": 0.75}
 
 
 # -- compression --------------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""Browser tests: pytest-playwright driving Debian's chromium against pytest-django's
+live_server. ``playwright install`` cannot download browsers here, so the system chromium
+is launched; without it these tests are skipped with the reason (under CI=true they fail).
+
+Screenshots go to test-artifacts/browser/ (gitignored).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+# Playwright's sync API keeps an event loop in the test thread; Django refuses ORM calls
+# from a thread with a running loop unless told that this thread is really synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+import pytest  # noqa: E402
+
+from tests.pages import factories  # noqa: E402
+from tests.service.conftest import start_worker  # noqa: E402,F401  (a real Celery worker process)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _chromium_present():
+    if not os.path.exists(CHROMIUM):
+        msg = f"{CHROMIUM} is missing (apt-get install chromium); browser tests need it"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + " (CI=true: browser tests must run)")
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "locale": "en-US"}
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    """Runs execute inline when their transaction commits, unless a test starts a worker."""
+    from dashboard.celery import app
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    yield
+    app.conf.task_always_eager = True
+
+
+@pytest.fixture
+def project(transactional_db):
+    return factories.make_project("acme")
+
+
+@pytest.fixture
+def user(transactional_db, django_user_model):
+    return django_user_model.objects.create_user("alice", password=PASSWORD)
+
+
+class Console:
+    """Console errors, page errors, failed requests and dialogs seen by a page."""
+
+    def __init__(self, page):
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url} {r.failure}"))
+
+        def on_dialog(dialog):
+            self.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+
+    def assert_clean(self):
+        assert self.errors == [], self.errors
+        assert self.dialogs == [], self.dialogs
+
+
+@pytest.fixture
+def console(page):
+    return Console(page)
+
+
+@pytest.fixture
+def signed_in(page, live_server, user, console):
+    """The page, signed in through the login form; returns a url() helper."""
+    page.goto(live_server.url + "/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(live_server.url + "/sessions/")
+
+    def url(path: str) -> str:
+        return live_server.url + path
+
+    return url
+
+
+def shot(page, name: str, full_page: bool = False) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def settle(page):
+    """Wait for the network to go quiet and the charts on the page to be drawn."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function("() => [...document.querySelectorAll('[data-chart]')].every(e => e.dataset.chartReady)")

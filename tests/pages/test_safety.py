@@ -1,0 +1,88 @@
+"""Safety: CSRF on every write (the token htmx sends is accepted), message content escaped."""
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.pages import factories
+from tests.pages.factories import XSS_TEXTS
+
+
+def writes(session):
+    return [reverse("pages:force", args=[session.pk]), reverse("pages:tuning-preview", args=[session.pk]),
+            reverse("pages:tuning-save", args=[session.pk]), reverse("pages:upload"),
+            reverse("pages:switch-project"), reverse("pages:create-project"), reverse("pages:logout")]
+
+
+@pytest.fixture
+def strict(user):
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(user)
+    return c
+
+
+def test_every_write_is_refused_without_the_csrf_token(strict, small):
+    for url in writes(small):
+        assert strict.post(url, {}, HTTP_HX_REQUEST="true").status_code == 403, url
+
+
+def test_the_token_from_the_body_hx_headers_is_accepted(strict, small):
+    html = strict.get(reverse("pages:session", args=[small.pk])).content.decode()
+    token = re.search(r'"X-CSRFToken": "([^"]+)"', html).group(1)
+    for url in writes(small)[:-1]:  # not logout: the rest of the test needs the session
+        r = strict.post(url, {}, HTTP_HX_REQUEST="true", HTTP_X_CSRFTOKEN=token)
+        assert r.status_code != 403, url
+
+
+def test_the_login_form_is_csrf_protected(db):
+    c = Client(enforce_csrf_checks=True)
+    assert c.post(reverse("pages:login"), {"username": "a", "password": "b"}).status_code == 403
+
+
+@pytest.fixture
+def hostile(project, django_capture_on_commit_callbacks):
+    """A session whose messages, tool names, arguments and title carry HTML/JS payloads,
+    compacted once so they also reach the summary, prompt, ledger and archive."""
+    msgs = factories.agent_messages(8, tag="x", extra_user=list(XSS_TEXTS))
+    msgs.insert(5, {"role": "assistant", "content": XSS_TEXTS[1], "tool_calls": [
+        {"id": "call_evil", "type": "function", "function": {"name": "<b>evil</b>", "arguments": '{"q": "</script><script>alert(1)</script>"}'}}]})
+    msgs.insert(6, {"role": "tool", "tool_call_id": "call_evil", "content": XSS_TEXTS[0]})
+    s = factories.import_messages(project, msgs, title="<script>alert('title')</script>")
+    run = factories.force(s, capture=django_capture_on_commit_callbacks, overrides={"cut.keep_messages": 4})
+    assert run.status == "succeeded", run.error
+    return s, run
+
+
+def assert_inert(html: str):
+    assert "<script>window.__xss" not in html
+    assert "<img src=x onerror" not in html
+    assert "<svg onload" not in html
+    assert "<b>evil</b>" not in html
+    assert "</script><script>alert(1)" not in html
+    assert "<script>alert(&#x27;title&#x27;)" not in html and "<script>alert('title')" not in html
+
+
+def test_payloads_render_as_text_on_every_page(web, hostile):
+    s, run = hostile
+    from dashboard.models import ArchiveEntry
+
+    entry = ArchiveEntry.objects.filter(session=s).first()
+    urls = [reverse("pages:session", args=[s.pk]), reverse("pages:run", args=[run.pk]),
+            reverse("pages:before-after", args=[run.pk]), reverse("pages:sessions"),
+            reverse("pages:archive", args=[s.pk]) + f"?entry={entry.entry_id}&limit=100",
+            reverse("pages:archive", args=[s.pk]) + "?q=script",
+            reverse("pages:transcript", args=[s.pk]) + "?start=0"]
+    for url in urls:
+        html = web.get(url).content.decode()
+        assert_inert(html)
+    html = web.get(reverse("pages:session", args=[s.pk])).content.decode()
+    assert "&lt;script&gt;window.__xss = 1; alert(&#x27;xss-script&#x27;)&lt;/script&gt;" in html
+    assert "&lt;b&gt;evil&lt;/b&gt;" in html
+
+
+def test_the_timeline_json_cannot_close_its_script_tag(web, hostile):
+    s, _run = hostile
+    html = web.get(reverse("pages:session", args=[s.pk])).content.decode()
+    block = re.search(r'<script id="timeline-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    assert "<" not in block

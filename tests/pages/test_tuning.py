@@ -1,0 +1,134 @@
+"""Tuning: every change re-simulates the stored session; compare two policies; save, apply."""
+import json
+import re
+
+from django.urls import reverse
+
+from dashboard.models import Policy, Project, Session
+from dashboard.views.tuning import FIELDS, base_policy, form_values
+
+
+def form(session, side="a", preset="current", **changes) -> dict:
+    """The tuning form as the page first renders it, with ``changes`` typed in."""
+    values = form_values(base_policy(session, preset))
+    data = {f"{side}-preset": preset, f"{side}-loaded": preset,
+            f"{side}-trigger_kind": values["trigger_kind"], f"{side}-trigger_value": values["trigger_value"] or ""}
+    for f in FIELDS:
+        v = values[f.name]
+        if f.kind == "bool":
+            if v:
+                data[f"{side}-{f.name}"] = "1"
+        else:
+            data[f"{side}-{f.name}"] = "" if v is None else str(v)
+    data.update({f"{side}-{k}": v for k, v in changes.items()})
+    return data
+
+
+def preview(web, session, data) -> str:
+    r = web.post(reverse("pages:tuning-preview", args=[session.pk]), data, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    return r.content.decode()
+
+
+def compactions(html: str) -> list[int]:
+    return [int(x) for x in re.search(r'data-compactions="([\d,]+)"', html).group(1).split(",")]
+
+
+def chart(html: str) -> dict:
+    return json.loads(re.search(r'<script id="simulation-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+
+
+def test_the_page_has_the_form_and_a_preview_that_loads_itself(web, grown):
+    html = web.get(reverse("pages:tuning", args=[grown.pk])).content.decode()
+    assert 'data-testid="tuning-form"' in html and 'data-testid="tuning-preview"' in html
+    assert 'hx-trigger="load"' in html and 'hx-trigger="input delay:600ms, submit"' in html
+    assert 'name="a-trigger_value"' in html and 'value="6000"' in html
+
+
+def test_the_preview_replays_the_session_with_its_policy(web, grown):
+    html = preview(web, grown, form(grown))
+    assert 'data-testid="preview-result"' in html
+    (n,) = compactions(html)
+    assert n >= 2
+    data = chart(html)
+    assert len(data["markers"]) == n
+    assert data["series"][0]["label"] == "no compaction" and len(data["series"]) == 2
+    assert any(line["value"] == 6000 and line["kind"] == "trigger" for line in data["lines"])
+    for key in ("compactions", "llm_calls", "peak", "final", "saved", "cost", "retention"):
+        assert f'data-row="{key}"' in html
+
+
+def test_changing_the_threshold_changes_where_compactions_fire(web, grown):
+    low = compactions(preview(web, grown, form(grown, trigger_value="4000")))[0]
+    mid = compactions(preview(web, grown, form(grown, trigger_value="8000")))[0]
+    none = compactions(preview(web, grown, form(grown, trigger_value="500000")))[0]
+    assert low > mid > none == 0
+
+
+def test_a_preset_switch_resets_that_sides_fields(web, grown):
+    data = form(grown)
+    data["a-preset"] = "sagents"  # chosen in the select; the fields still hold the old policy
+    html = preview(web, grown, data)
+    oob = html.split('<fieldset id="fields-a" hx-swap-oob="true">', 1)[1].split("</fieldset>", 1)[0]
+    assert 'name="a-loaded" value="sagents"' in oob and 'value="170000"' in oob
+
+
+def test_two_policies_side_by_side(web, grown):
+    data = form(grown)
+    data.update(form(grown, side="b", preset="deepagents"))
+    data["compare"] = "1"
+    html = preview(web, grown, data)
+    assert len(compactions(html)) == 2
+    head = html.split('data-testid="preview-table"', 1)[1].split("</thead>", 1)[0]
+    assert "A: page-tests" in head and "B: deepagents" in head and "No compaction" in head
+    labels = [s["label"] for s in chart(html)["series"]]
+    assert labels == ["no compaction", "A: page-tests", "B: deepagents"]
+
+
+def test_an_invalid_value_is_reported_with_its_field(web, grown):
+    html = preview(web, grown, form(grown, keep_fraction="3"))
+    assert 'data-testid="tuning-errors"' in html and "cut.keep_fraction" in html
+    html = preview(web, grown, form(grown, keep_messages="many"))
+    assert "cut.keep_messages" in html and "not a number" in html
+    html = preview(web, grown, form(grown, trigger_kind="window_fraction", trigger_value="120000"))
+    assert "trigger.fraction" in html
+
+
+def test_the_cost_uses_the_model_price_table(web, grown):
+    html = preview(web, grown, form(grown, model="gpt-4o"))
+    row = html.split('data-row="cost"', 1)[1].split("</tr>", 1)[0]
+    assert "$" in row and "at gpt-4o" in row
+    html = preview(web, grown, form(grown, model="no-such-model-anywhere"))
+    assert "no price for no-such-model-anywhere" in html
+
+
+def test_saving_makes_the_policy_the_projects_and_applying_sets_the_sessions(web, grown):
+    data = form(grown, trigger_value="9000")
+    r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**data, "name": "tight", "target": "project"},
+                 HTTP_HX_REQUEST="true")
+    assert 'data-testid="save-ok"' in r.content.decode()
+    project = Project.objects.get(pk=grown.project_id)
+    assert project.active_policy.name == "tight" and project.active_policy.data["trigger"]["threshold"] == 9000
+    # saving again under the same name makes a new version
+    web.post(reverse("pages:tuning-save", args=[grown.pk]), {**form(grown, trigger_value="9500"), "name": "tight",
+                                                             "target": "project"}, HTTP_HX_REQUEST="true")
+    assert Policy.objects.get(name="tight").version == 2
+    r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**data, "name": "just-this-one", "target": "session"},
+                 HTTP_HX_REQUEST="true")
+    assert "applied it to this session" in r.content.decode()
+    assert Session.objects.get(pk=grown.pk).policy.name == "just-this-one"
+
+
+def test_saving_needs_a_name_and_a_valid_policy(web, grown):
+    r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**form(grown), "name": ""}, HTTP_HX_REQUEST="true")
+    assert "Give the policy a name" in r.content.decode()
+    r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**form(grown, keep_fraction="9"), "name": "x"},
+                 HTTP_HX_REQUEST="true")
+    assert "cut.keep_fraction" in r.content.decode()
+    assert not Policy.objects.filter(name="x").exists()
+
+
+def test_without_htmx_the_form_posts_to_a_full_page(web, grown):
+    r = web.post(reverse("pages:tuning-preview", args=[grown.pk]), form(grown))
+    html = r.content.decode()
+    assert "<html" in html and 'data-testid="preview-result"' in html
