@@ -120,7 +120,7 @@ def cmd_count(args) -> int:
     totals = CategoryTotals()
     for t in counter.count_many(wrap_originals(messages)):
         totals.add(t)
-    totals.values["tools"] = counter.count_tools(tools)
+    totals.set("tools", counter.count_tools(tools))
     data = totals.as_dict()
     if args.json:
         print(json.dumps({"counter": counter.name, "messages": len(messages), "tokens": data}))

@@ -63,7 +63,7 @@ def totals_of(tokens: list[MessageTokens], tools_tokens: int) -> CategoryTotals:
     t = CategoryTotals()
     for x in tokens:
         t.add(x)
-    t.values["tools"] = tools_tokens
+    t.set("tools", tools_tokens)
     return t
 
 

@@ -23,7 +23,7 @@ class LiveContext:
         self.tokens: list[MessageTokens] = []
         self.totals = CategoryTotals()
         self.tools_tokens = counter.count_tools(self.tools)
-        self.totals.values["tools"] = self.tools_tokens
+        self.totals.set("tools", self.tools_tokens)
         self.tracker = CallTracker()
         self.next_ordinal = 0
         self.since_summary_tokens = 0
@@ -85,7 +85,7 @@ class LiveContext:
         totals = CategoryTotals()
         for t in self.tokens:
             totals.add(t)
-        totals.values["tools"] = self.tools_tokens
+        totals.set("tools", self.tools_tokens)
         self.totals = totals
         if summarized:
             self.compactions += 1

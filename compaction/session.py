@@ -17,7 +17,7 @@ from .context import LiveContext
 from .messages import Message, tool_name_index
 from .outcome import Outcome, Skipped
 from .policy import Policy
-from .triggers import ConditionResult, evaluate, usable_window
+from .triggers import LazyTrigger, compile_condition, usable_window
 
 
 def reduction_due(policy: Policy, total_tokens: int, window: int) -> bool:
@@ -45,6 +45,8 @@ class CompactionSession:
         self.policy = self.compactor.policy
         self.session_id = session_id
         self.live = LiveContext(self.compactor.counter, tools, session_id)
+        self._fast_trigger = compile_condition(self.policy.trigger, self.compactor.window,
+                                               self.policy.reserved_output_tokens)
         self.outcomes: list[Outcome] = []
         self._tool_names: dict[str, str] = {}
         self.truncation_events: list[dict] = []
@@ -82,9 +84,15 @@ class CompactionSession:
         return self.compactor.trigger_state(live.total_tokens, len(live.messages), live.since_summary_tokens,
                                             live.since_summary_messages, live.last_message_at, now)
 
-    def should_compact(self, now: float | None = None) -> ConditionResult:
-        """Summary trigger over running totals: cost independent of session length."""
-        return evaluate(self.policy.trigger, self.trigger_state(now))
+    def should_compact(self, now: float | None = None) -> LazyTrigger:
+        """Summary trigger over running totals: a few comparisons, whatever the session
+        length. The result is truthy when it fired; ``.reason`` explains it."""
+        live = self.live
+        numbers = (live.totals.total, len(live.messages), live.since_summary_tokens, live.since_summary_messages,
+                   live.last_message_at)
+        fired = self._fast_trigger(*numbers, now)
+        return LazyTrigger(fired, self.policy.trigger,
+                           numbers + (self.compactor.window, self.policy.reserved_output_tokens, now))
 
     def reduction_due(self) -> bool:
         """Whether tool-output clearing has work to consider before the next model call."""

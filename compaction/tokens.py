@@ -13,13 +13,14 @@ counted (the cache is shared by every counter using the same encoding).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
 from . import _env  # noqa: F401  (sets TIKTOKEN_CACHE_DIR before tiktoken loads)
 from .images import image_tokens
-from .messages import Message, Provenance, canonical_json, content_hash
+from .messages import Message, Provenance, canonical_json
 
 MESSAGE_OVERHEAD = 3
 NAME_OVERHEAD = 1
@@ -142,6 +143,15 @@ def _pieces(raw: dict) -> tuple[list[tuple[str, str]], dict[str, int]]:
     return pieces, fixed
 
 
+def _piece_key(pieces: list[tuple[str, str]], fixed: dict[str, int]) -> str:
+    """Cache key: a digest of exactly what gets tokenized plus the fixed costs. Cheaper than
+    hashing the canonical JSON of the message (which would include base64 images)."""
+    h = hashlib.blake2b(repr(sorted(fixed.items())).encode(), digest_size=16)
+    for cat, text in pieces:
+        h.update(b"\x1f" + cat.encode() + b"\x1e" + text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
 class MessageCounter:
     """Counts whole messages with a text counter and a content-hash cache."""
 
@@ -167,19 +177,19 @@ class MessageCounter:
             by[cat] = by.get(cat, 0) + n
         return MessageTokens(sum(by.values()), by)
 
-    def count_raw(self, raw: dict, key: str | None = None) -> MessageTokens:
-        key = key or content_hash(raw)
+    def count_raw(self, raw: dict) -> MessageTokens:
+        pieces, fixed = _pieces(raw)
+        key = _piece_key(pieces, fixed)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        pieces, fixed = _pieces(raw)
         counts = self.counter.count_texts([t for _, t in pieces])
         value = self._build(counts, pieces, fixed)
         self._store(key, value)
         return value
 
     def count(self, message: Message) -> MessageTokens:
-        value = self.count_raw(message.raw, message.hash)
+        value = self.count_raw(message.raw)
         if message.is_engine_written:
             # Everything the engine wrote counts as summary, whatever its role.
             return MessageTokens(value.total, {"summary": value.total})
@@ -192,7 +202,8 @@ class MessageCounter:
         pending: dict[str, list[int]] = {}
         texts: list[str] = []
         for i, m in enumerate(messages):
-            key = m.hash
+            pieces, fixed = _pieces(m.raw)
+            key = _piece_key(pieces, fixed)
             hit = self._cache.get(key)
             if hit is not None:
                 results[i] = hit
@@ -201,7 +212,6 @@ class MessageCounter:
                 pending[key].append(i)
                 continue
             pending[key] = [i]
-            pieces, fixed = _pieces(m.raw)
             todo.append((key, pieces, fixed, len(texts)))
             texts.extend(t for _, t in pieces)
         counts = self.counter.count_texts(texts) if texts else []
@@ -228,23 +238,28 @@ class MessageCounter:
 
 
 class CategoryTotals:
-    """Running token totals per category; add/remove are O(categories)."""
+    """Running token totals per category; add/remove are O(categories), total is O(1)."""
 
-    __slots__ = ("values",)
+    __slots__ = ("values", "total")
 
     def __init__(self, values: dict | None = None):
         self.values = {c: 0 for c in CATEGORIES}
+        self.total = 0
         if values:
             for k, v in values.items():
-                self.values[k] = self.values.get(k, 0) + v
+                if k != "total":
+                    self.values[k] = self.values.get(k, 0) + v
+                    self.total += v
 
     def add(self, tokens: MessageTokens, sign: int = 1) -> None:
+        values = self.values
         for k, v in tokens.by_category.items():
-            self.values[k] = self.values.get(k, 0) + sign * v
+            values[k] = values.get(k, 0) + sign * v
+        self.total += sign * tokens.total
 
-    @property
-    def total(self) -> int:
-        return sum(self.values.values())
+    def set(self, category: str, value: int) -> None:
+        self.total += value - self.values.get(category, 0)
+        self.values[category] = value
 
     def copy(self) -> "CategoryTotals":
         return CategoryTotals(self.values)

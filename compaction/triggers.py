@@ -120,3 +120,81 @@ def token_thresholds(cond, window: int, reserved: int = 0) -> list[tuple[str, in
     elif isinstance(cond, P.WindowFractionCondition):
         out.append((cond.kind, int(cond.fraction * usable)))
     return out
+
+
+# -- the fast path -----------------------------------------------------------------------
+# should_compact() runs before every model call, so it must cost next to nothing. The
+# condition tree is compiled once (per policy and window) into a single expression over
+# the five running numbers; the explanation (which condition fired, with what values) is
+# computed only when somebody reads it.
+
+def _expr(cond, usable: int) -> str:
+    if isinstance(cond, (P.AnyCondition, P.AllCondition)):
+        joiner = " or " if isinstance(cond, P.AnyCondition) else " and "
+        return "(" + joiner.join(_expr(c, usable) for c in cond.conditions) + ")"
+    if isinstance(cond, P.TokensCondition):
+        return f"ct > {float(cond.threshold)!r}"
+    if isinstance(cond, P.WindowFractionCondition):
+        return f"ct > {float(cond.fraction * usable)!r}"
+    if isinstance(cond, P.MessagesCondition):
+        return f"m > {float(cond.threshold)!r}"
+    if isinstance(cond, P.TokensSinceSummaryCondition):
+        return f"ts > {float(cond.threshold)!r}"
+    if isinstance(cond, P.WindowFractionSinceSummaryCondition):
+        return f"ts > {float(cond.fraction * usable)!r}"
+    if isinstance(cond, P.MessagesSinceSummaryCondition):
+        return f"ms > {float(cond.threshold)!r}"
+    if isinstance(cond, P.IdleCondition):
+        return f"(last is not None and ((_now() if now is None else now) - last) > {float(cond.seconds)!r})"
+    raise TypeError(f"unknown condition {cond!r}")
+
+
+def compile_condition(cond, window: int, reserved: int = 0):
+    """A function (ct, m, ts, ms, last, now) -> bool equal to ``evaluate(...).fired``.
+
+    The generated source holds only comparisons with numeric literals taken from a
+    validated policy, so evaluating it is safe."""
+    source = "lambda ct, m, ts, ms, last, now=None: " + _expr(cond, usable_window(window, reserved))
+    return eval(source, {"__builtins__": {}, "_now": time.time})  # noqa: S307
+
+
+class LazyTrigger:
+    """``fired`` is known at once; ``reason``/``to_dict()`` evaluate the tree on demand."""
+
+    __slots__ = ("fired", "_cond", "_numbers", "_result")
+
+    def __init__(self, fired: bool, cond, numbers: tuple):
+        self.fired = fired
+        self._cond = cond
+        self._numbers = numbers
+        self._result: ConditionResult | None = None
+
+    def __bool__(self) -> bool:
+        return self.fired
+
+    @property
+    def result(self) -> ConditionResult:
+        if self._result is None:
+            self._result = evaluate(self._cond, TriggerState(*self._numbers))
+        return self._result
+
+    @property
+    def reason(self) -> str:
+        return self.result.reason
+
+    @property
+    def kind(self) -> str:
+        return self.result.kind
+
+    @property
+    def children(self) -> list:
+        return self.result.children
+
+    def describe(self) -> str:
+        return self.result.describe()
+
+    def fired_leaves(self) -> list:
+        return self.result.fired_leaves()
+
+    def to_dict(self) -> dict:
+        return self.result.to_dict()

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
 from ninja import Schema
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from compaction.formats import FORMATS
 
@@ -25,6 +25,12 @@ def _storable(value: str | None) -> str | None:
 Text = Annotated[str, AfterValidator(_storable)]
 Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl"]
 assert set(Format.__args__) == set(FORMATS)  # type: ignore[attr-defined]
+
+
+class Input(BaseModel):
+    """Request bodies: unknown fields and loose types (0 for false, "1" for 1) are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Error(Schema):
@@ -63,7 +69,7 @@ class RunRef(Schema):
 
 # -- sessions ----------------------------------------------------------------------------
 
-class SessionImportIn(Schema):
+class SessionImportIn(Input):
     messages: Union[list[dict[str, Any]], str] = Field(
         description="The session: a list of messages (OpenAI chat, Anthropic Messages, or Claude Code records), "
                     "or JSONL text (one OpenAI message or Claude Code record per line).")
@@ -130,7 +136,7 @@ class ImportOut(Schema):
     compaction: Optional[RunRef]
 
 
-class AppendIn(Schema):
+class AppendIn(Input):
     messages: list[dict[str, Any]] = Field(min_length=1, description="OpenAI chat messages, in order.")
     auto_compact: bool = Field(True, description="Check the trigger and queue a run when it fires.")
 
@@ -176,14 +182,14 @@ class ContextOut(Schema):
     messages: list[dict[str, Any]] = Field(description="The messages to send to the model, OpenAI chat format.")
 
 
-class SessionPolicyIn(Schema):
+class SessionPolicyIn(Input):
     policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
         None, description="A policy of this project, or null to follow the project's active policy.")
 
 
 # -- runs ---------------------------------------------------------------------------------
 
-class ForceIn(Schema):
+class ForceIn(Input):
     reason: Annotated[Text, Field(max_length=2000)] = ""
     overrides: Optional[dict[str, Any]] = Field(None, description='Dotted settings, e.g. {"cut.keep_messages": 4}.')
     policy: Optional[dict[str, Any]] = Field(None, description="A whole policy to use instead of the session's.")
@@ -315,7 +321,7 @@ class ReplayOut(Schema):
 
 # -- simulate and policies --------------------------------------------------------------------
 
-class SimulateIn(Schema):
+class SimulateIn(Input):
     policy: Optional[dict[str, Any]] = Field(None, description="A whole policy; default: the session's policy.")
     preset: Optional[Annotated[Text, Field(max_length=100)]] = None
     policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = None
@@ -328,7 +334,7 @@ class SimulateOut(Schema):
     report: dict[str, Any] = Field(description="Same report as `python -m compaction replay --json`.")
 
 
-class PolicyIn(Schema):
+class PolicyIn(Input):
     name: Annotated[Text, Field(min_length=1, max_length=200)]
     description: Annotated[Text, Field(max_length=5000)] = ""
     policy: Optional[dict[str, Any]] = Field(None, description="The settings (compaction.policy.Policy as JSON).")
@@ -337,7 +343,7 @@ class PolicyIn(Schema):
     activate: bool = Field(False, description="Make it the project's active policy.")
 
 
-class PolicyUpdateIn(Schema):
+class PolicyUpdateIn(Input):
     name: Optional[Annotated[Text, Field(min_length=1, max_length=200)]] = None
     description: Optional[Annotated[Text, Field(max_length=5000)]] = None
     policy: Optional[dict[str, Any]] = Field(None, description="Replace the settings with this policy.")
@@ -368,7 +374,7 @@ class PolicyVersionOut(Schema):
     created_at: datetime
 
 
-class ActivePolicyIn(Schema):
+class ActivePolicyIn(Input):
     policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(None, description="null: use the default policy.")
 
 

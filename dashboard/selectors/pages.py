@@ -436,23 +436,19 @@ def category_rows(before: dict | None, after: dict | None) -> list[dict]:
 
 
 def attempt_rows(attempts: list) -> list[dict]:
-    """Attempts as table rows whatever the engine put in them (model, error, latency)."""
+    """Summary attempts as table rows (compaction.summarizer.llm.Attempt.to_dict(): number,
+    phase, model, ok, error, latency_ms, usage)."""
     rows = []
     for i, a in enumerate(attempts or []):
-        a = a if isinstance(a, dict) else {"detail": str(a)}
-        latency = a.get("latency_ms")
-        if latency is None and a.get("latency_s") is not None:
-            latency = float(a["latency_s"]) * 1000
-        if latency is None and a.get("elapsed_s") is not None:
-            latency = float(a["elapsed_s"]) * 1000
-        if latency is None and a.get("duration_ms") is not None:
-            latency = a["duration_ms"]
-        rows.append({"n": a.get("attempt", i + 1), "model": a.get("model", ""),
-                     "role": a.get("role") or a.get("kind") or ("failover" if a.get("failover") else "primary"),
-                     "ok": not a.get("error"), "error": a.get("error") or "", "latency_ms": latency,
-                     "extra": {k: v for k, v in a.items() if k not in (
-                         "attempt", "model", "role", "kind", "failover", "error", "latency_ms", "latency_s",
-                         "elapsed_s", "duration_ms")}})
+        a = a if isinstance(a, dict) else {"error": str(a)}
+        usage = a.get("usage") or {}
+        rows.append({
+            "n": a.get("number") or a.get("attempt") or i + 1, "model": a.get("model") or "",
+            "role": a.get("phase") or ("failover" if a.get("failover") else "primary"),
+            "ok": a.get("ok", not a.get("error")), "error": a.get("error") or "",
+            "latency_ms": a.get("latency_ms"),
+            "usage": ", ".join(f"{k} {v}" for k, v in usage.items() if isinstance(v, (int, float))) if isinstance(usage, dict) else "",
+        })
     return rows
 
 

@@ -18,7 +18,7 @@
     var a = Math.abs(v);
     if (a >= 1e6) return (v / 1e6).toFixed(1).replace(/\.0$/, "") + "M";
     if (a >= 1e4) return Math.round(v / 1e3) + "k";
-    if (a >= 1e3) return (v / 1e3).toFixed(1).replace(/\.0$/, "") + "k";
+    if (a >= 1e3) return (v / 1e3).toFixed(2).replace(/\.?0+$/, "") + "k";
     return String(Math.round(v));
   }
 
@@ -90,6 +90,7 @@
 
   function drawMarkers(u, markers) {
     var ctx = u.ctx, dpr = window.devicePixelRatio || 1, b = u.bbox;
+    var thin = markers.length > 40;  // many compactions: thinner lines keep the curves readable
     ctx.save();
     ctx.beginPath();
     ctx.rect(b.left, b.top, b.width, b.height);
@@ -100,11 +101,13 @@
       var color = m.color || cssVar("--marker");
       ctx.strokeStyle = color;
       ctx.fillStyle = color;
-      ctx.lineWidth = 2 * dpr;
+      ctx.lineWidth = (thin ? 1 : 2) * dpr;
+      ctx.globalAlpha = thin ? 0.6 : 1;
       ctx.beginPath();
       ctx.moveTo(x, b.top);
       ctx.lineTo(x, b.top + b.height);
       ctx.stroke();
+      ctx.globalAlpha = 1;
       ctx.beginPath();
       ctx.moveTo(x - 6 * dpr, b.top);
       ctx.lineTo(x + 6 * dpr, b.top);

@@ -62,3 +62,53 @@ def test_invalid_trigger_is_rejected_naming_the_field():
     assert "trigger" in err.value.field and "threshold" in err.value.field
     with pytest.raises(PolicyError, match="trigger"):
         Policy.load({"trigger": {"kind": "sometimes"}})
+
+
+def _random_condition(rng, depth=0):
+    leaves = [
+        lambda: {"kind": "tokens", "threshold": rng.randint(1, 5000)},
+        lambda: {"kind": "window_fraction", "fraction": round(rng.uniform(0.01, 1.0), 3)},
+        lambda: {"kind": "messages", "threshold": rng.randint(1, 50)},
+        lambda: {"kind": "tokens_since_summary", "threshold": rng.randint(1, 5000)},
+        lambda: {"kind": "window_fraction_since_summary", "fraction": round(rng.uniform(0.01, 1.0), 3)},
+        lambda: {"kind": "messages_since_summary", "threshold": rng.randint(1, 50)},
+        lambda: {"kind": "idle_seconds", "seconds": rng.randint(1, 100)},
+    ]
+    if depth < 3 and rng.random() < 0.4:
+        return {"kind": rng.choice(["any", "all"]),
+                "conditions": [_random_condition(rng, depth + 1) for _ in range(rng.randint(1, 4))]}
+    return rng.choice(leaves)()
+
+
+def test_the_compiled_fast_check_agrees_with_the_explained_evaluation():
+    import random
+
+    from compaction.triggers import compile_condition
+
+    rng = random.Random(7)
+    for _ in range(400):
+        c = cond(_random_condition(rng))
+        window, reserved = rng.choice([8000, 32000, 200_000]), rng.choice([0, 4096])
+        fast = compile_condition(c, window, reserved)
+        for _ in range(10):
+            s = state(context_tokens=rng.randint(0, 9000), messages=rng.randint(0, 80),
+                      tokens_since_summary=rng.randint(0, 9000), messages_since_summary=rng.randint(0, 80),
+                      last_message_at=rng.choice([None, 100.0]), now=rng.choice([105.0, 250.0]),
+                      window=window, reserved_output_tokens=reserved)
+            expected = evaluate(c, s).fired
+            got = fast(s.context_tokens, s.messages, s.tokens_since_summary, s.messages_since_summary,
+                       s.last_message_at, s.now)
+            assert got == expected
+
+
+def test_should_compact_is_truthy_when_fired_and_explains_itself():
+    from compaction import CompactionSession
+
+    s = CompactionSession(Policy.load({"trigger": {"kind": "messages", "threshold": 2}, "counter": "approx"}))
+    s.append({"role": "user", "content": "a"})
+    assert not s.should_compact()
+    s.append({"role": "assistant", "content": "b"})
+    s.append({"role": "user", "content": "c"})
+    check = s.should_compact()
+    assert check and check.reason == "messages 3 > 2"
+    assert check.to_dict()["value"] == 3

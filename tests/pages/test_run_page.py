@@ -64,3 +64,25 @@ def test_a_failed_run_shows_its_error(web, small, django_capture_on_commit_callb
     html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
     assert run.error[:40] in html.replace("&#x27;", "'").replace("&quot;", '"')
     assert CompactionRun.objects.count() == 1
+
+
+def test_attempts_show_the_failed_one_with_its_error_and_every_latency(web, small, django_capture_on_commit_callbacks,
+                                                                        monkeypatch):
+    from tests.support.llm_server import ScriptedLLMServer, error, ok
+
+    monkeypatch.setenv("CS_TEST_LLM_KEY", "test-key")
+    with ScriptedLLMServer() as server:
+        server.script(error(503, "overloaded, try later"), ok("Goal: inspect modules. Done: modules 0-9 read."))
+        run = factories.force(small, capture=django_capture_on_commit_callbacks, overrides={
+            "summarizer.model": "openai/scripted", "summarizer.api_base": server.api_base,
+            "summarizer.api_key_env": "CS_TEST_LLM_KEY",
+            "summarizer.retry": {"max_retries": 1, "backoff_base": 0, "backoff_cap": 0, "jitter": 0}})
+    assert run.status == "succeeded", run.error
+    html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
+    table = html.split('data-testid="attempts"', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr><td>") == 2
+    assert "overloaded, try later" in table or "503" in table
+    assert '<span class="ok">ok</span>' in table
+    assert len(re.findall(r"\d+ ms</td>", table)) == 2
+    assert "openai/scripted" in table
+    assert "Goal: inspect modules." in html

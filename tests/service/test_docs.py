@@ -24,8 +24,3 @@ def test_the_openapi_document_names_every_route_and_the_auth_schemes(client, db)
     assert {s["type"] for s in schemes.values()} == {"http", "apiKey"}
     assert "/api/sessions/{session_id}/context" in doc["paths"]
     assert len(doc["paths"]) >= 17
-
-
-def test_the_root_redirects_to_the_docs_for_now(client, db):
-    r = client.get("/")
-    assert r.status_code == 302 and r["Location"] == "/api/docs"
