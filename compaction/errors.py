@@ -10,17 +10,22 @@ class SessionValidationError(CompactionError, ValueError):
     """A session (list of messages) is not valid OpenAI chat format.
 
     ``index`` is the position of the offending message (None for session-level faults),
+    ``line`` the line number in a JSONL file,
     ``fault`` a short machine-readable code, ``str(err)`` a sentence for humans.
     """
 
-    def __init__(self, message: str, *, index: int | None = None, fault: str = "invalid", source: str | None = None):
+    def __init__(self, message: str, *, index: int | None = None, fault: str = "invalid", source: str | None = None,
+                 line: int | None = None):
         self.index = index
         self.fault = fault
         self.source = source
+        self.line = line
         where = []
         if source:
             where.append(source)
-        if index is not None:
+        if line is not None:
+            where.append(f"line {line}")
+        elif index is not None:
             where.append(f"message {index}")
         prefix = (": ".join(where) + ": ") if where else ""
         super().__init__(prefix + message)

@@ -32,7 +32,8 @@ def canonical_json(value: Any) -> str:
 
 
 def content_hash(raw: dict) -> str:
-    return hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate in tool output must not make a message unhashable
+    return hashlib.sha256(canonical_json(raw).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Message:

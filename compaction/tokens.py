@@ -20,6 +20,7 @@ from typing import Iterable, Protocol
 
 from . import _env  # noqa: F401  (sets TIKTOKEN_CACHE_DIR before tiktoken loads)
 from .images import image_tokens
+from .textsize import needs_care, safe_count
 from .messages import Message, Provenance, canonical_json
 
 MESSAGE_OVERHEAD = 3
@@ -65,15 +66,29 @@ class TiktokenCounter:
         self.name = encoding
         self._enc = tiktoken.get_encoding(encoding)
 
+    def _plain(self, text: str) -> int:
+        return len(self._enc.encode_ordinary(text))
+
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode_ordinary(text))
+        if needs_care(text):
+            return safe_count(self._plain, text)
+        try:
+            return self._plain(text)
+        except UnicodeEncodeError:  # lone surrogates
+            return safe_count(self._plain, text)
 
     def count_texts(self, texts: list[str]) -> list[int]:
         if len(texts) < 8:
             return [self.count_text(t) for t in texts]
-        return [len(ids) for ids in self._enc.encode_ordinary_batch(texts, num_threads=4)]
+        hostile = {i for i, t in enumerate(texts) if needs_care(t)}
+        plain = [t for i, t in enumerate(texts) if i not in hostile] if hostile else texts
+        try:
+            counts = iter([len(ids) for ids in self._enc.encode_ordinary_batch(plain, num_threads=4)])
+        except UnicodeEncodeError:
+            counts = iter([self.count_text(t) for t in plain])
+        return [self.count_text(t) if i in hostile else next(counts) for i, t in enumerate(texts)]
 
 
 class CharCounter:

@@ -21,6 +21,7 @@ from compaction.windows import resolve_window
 
 from ..models import CompactionRun, Message, Project, RunStatus, Session, SessionContext, TriggerKind
 from . import Conflict, Invalid
+from .archive import store_entry
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
 
@@ -90,6 +91,41 @@ def convert_file_payload(data: bytes, *, format: str | None = None, source: str 
         raise ImportInvalid(exc) from None
 
 
+# -- tool output truncated on arrival (the engine's CompactionSession does the same) ---------------
+
+def _arrival(policy, counter, session_id: int, msgs: list[EngineMessage], tokens: list,
+             names: dict[str, str]) -> tuple[list[EngineMessage], list, list]:
+    """Live copies of newly arrived messages: a tool result over the policy's size limit
+    becomes a head + tail preview; its untouched original goes to an archive entry
+    (written by the caller in the same transaction). Returns (messages, tokens, entries)."""
+    red = policy.reduction
+    if not red.enabled or not red.truncation.enabled or not any(m.role == "tool" for m in msgs):
+        return msgs, tokens, []
+    from compaction.reduction.pipeline import on_append  # noqa: PLC0415
+
+    out_msgs, out_tokens, entries = list(msgs), list(tokens), []
+    for k, m in enumerate(msgs):
+        if m.role != "tool":
+            continue
+        rr = on_append(m, policy=red, counter=counter, session_id=str(session_id),
+                       tool_name=names.get(m.tool_call_id or ""))
+        if rr.abandoned or not rr.entries:
+            continue
+        new = rr.messages[-1]
+        out_msgs[k] = new
+        out_tokens[k] = counter.count(new)
+        entries.extend(rr.entries)
+    return out_msgs, out_tokens, entries
+
+
+def _call_names(raws: list[dict]) -> dict[str, str]:
+    names = {}
+    for raw in raws:
+        for call in raw.get("tool_calls") or []:
+            names[call.get("id", "")] = (call.get("function") or {}).get("name", "")
+    return names
+
+
 # -- import -------------------------------------------------------------------------------------
 
 def _check_fields(imported: ImportedSession, source: str | None) -> None:
@@ -142,7 +178,6 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
     for t in tokens:
         add_totals(totals, t.by_category)
     history = with_total(totals)
-    context = with_total(dict(totals, tools=tools_tokens))
     tracker = CallTracker()
     for i, raw in enumerate(imported.messages):
         tracker.feed(raw, i)  # already validated by convert; this recovers the open calls
@@ -155,7 +190,8 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                     external_id=imported.external_id or "", model=imported.model or "",
                     source_format=imported.format or "", tools=tools, tools_tokens=tools_tokens,
                     tokenizer=counter.name, message_count=len(msgs), history_tokens=history,
-                    history_total=history["total"], context_tokens=context, context_total=context["total"],
+                    history_total=history["total"], context_tokens=with_total(dict(totals, tools=tools_tokens)),
+                    context_total=history["total"] + tools_tokens,
                     context_messages=len(msgs), context_version=1, tokens_since_summary=history["total"],
                     messages_since_summary=len(msgs), open_tool_calls=dict(tracker.open),
                     last_message_at=stamp if msgs else None)
@@ -163,9 +199,22 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
             raise Conflict(f"a session with external_id {imported.external_id!r} already exists in this project") from None
         Message.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash)
                                      for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
+        live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
+                                              _call_names(imported.messages))
+        for entry in entries:
+            store_entry(entry, session=session)
+        if entries:
+            live_totals = empty_totals()
+            for t in live_tokens:
+                add_totals(live_totals, t.by_category)
+            context = with_total(dict(live_totals, tools=tools_tokens))
+            session.context_tokens = context
+            session.context_total = context["total"]
+            session.tokens_since_summary = sum(t.total for t in live_tokens)
+            session.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
         SessionContext.objects.create(session=session, version=1,
-                                      items=_dumps([_item(m, t) for m, t in zip(msgs, tokens)]),
-                                      rendered=_dumps(render_messages(msgs)))
+                                      items=_dumps([_item(m, t) for m, t in zip(live, live_tokens)]),
+                                      rendered=_dumps(render_messages(live)))
         result = WriteResult(session=session, positions=list(range(len(msgs))))
         if auto_compact and msgs:
             _check_trigger(session, policy, result, last_message_at=None)
@@ -205,27 +254,34 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
                                      for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
         new_msgs = [EngineMessage(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
                     for k, raw in enumerate(raws)]
-        ctx.items = _append_json(ctx.items, [_item(m, t) for m, t in zip(new_msgs, tokens)])
+        live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
+                                              _names_for(locked, raws))
+        for entry in entries:
+            store_entry(entry, session=locked)
+        ctx.items = _append_json(ctx.items, [_item(m, t) for m, t in zip(live, live_tokens)])
         if '"injection":"system"' in ctx.items:
             # A summary merged into the system message: render the whole list again.
             items = ctx.load_items()
             ctx.rendered = _dumps(render_messages([EngineMessage.from_dict(i) for i in items]))
         else:
-            ctx.rendered = _append_json(ctx.rendered, raws)
+            ctx.rendered = _append_json(ctx.rendered, [m.raw for m in live])
         ctx.version += 1
         ctx.save(update_fields=["items", "rendered", "version", "updated_at"])
 
         added = empty_totals()
         for t in tokens:
             add_totals(added, t.by_category)
+        added_live = empty_totals()
+        for t in live_tokens:
+            add_totals(added_live, t.by_category)
         locked.history_tokens = with_total(add_totals(dict(locked.history_tokens), added))
         locked.history_total = locked.history_tokens["total"]
-        locked.context_tokens = with_total(add_totals(dict(locked.context_tokens), added))
+        locked.context_tokens = with_total(add_totals(dict(locked.context_tokens), added_live))
         locked.context_total = locked.context_tokens["total"]
         locked.message_count = start + len(raws)
         locked.context_messages += len(raws)
         locked.context_version = ctx.version
-        locked.tokens_since_summary += sum(t.total for t in tokens)
+        locked.tokens_since_summary += sum(t.total for t in live_tokens)
         locked.messages_since_summary += len(raws)
         locked.last_message_at = stamp
         locked.save()
@@ -233,6 +289,17 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         if auto_compact:
             _check_trigger(locked, policy, result, last_message_at=previous_message_at)
     return result
+
+
+def _names_for(session: Session, raws: list[dict]) -> dict[str, str]:
+    """Tool name of each call a new tool result answers (calls in this batch or earlier)."""
+    names = _call_names(raws)
+    wanted = {r.get("tool_call_id") for r in raws if r.get("role") == "tool"} - set(names)
+    positions = {int(p) for cid, p in (session.open_tool_calls or {}).items() if cid in wanted}
+    if positions:
+        for raw in Message.objects.filter(session=session, position__in=positions).values_list("raw", flat=True):
+            names.update(_call_names([raw]))
+    return names
 
 
 def _append_json(text: str, values: list) -> str:
@@ -294,15 +361,30 @@ def _check_trigger(session: Session, policy, result: WriteResult, last_message_a
     state = trigger_state(session, policy, last_message_at)
     fired = evaluate(policy.trigger, state)
     result.trigger = fired
-    if not fired.fired:
+    reduce = clearing_due(policy, state)
+    if not fired.fired and not reduce:
         return
     existing = pending_run(session)
     if existing is not None:
         # A queued or running run will compact this context (or re-check the trigger).
         result.run = existing
         return
-    result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=fired.reason)
+    reason = fired.reason if fired.fired else "tool-output clearing threshold passed"
+    result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=reason)
     result.run_created = True
+
+
+def clearing_due(policy, state: TriggerState) -> bool:
+    """Tool-output clearing has its own threshold (compaction.session.reduction_due without
+    the every-call passes, which run inside every run anyway): O(1) on stored totals."""
+    red = policy.reduction
+    if not red.enabled or not red.clearing.enabled:
+        return False
+    c = red.clearing
+    total = state.context_tokens
+    if c.trigger_tokens is not None and total > c.trigger_tokens:
+        return True
+    return c.trigger_fraction is not None and total > c.trigger_fraction * state.usable_window
 
 
 # -- other writes ----------------------------------------------------------------------------------

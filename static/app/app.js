@@ -90,15 +90,18 @@
 
   function drawMarkers(u, markers) {
     var ctx = u.ctx, dpr = window.devicePixelRatio || 1, b = u.bbox;
-    var thin = markers.length > 40;  // many compactions: thinner lines keep the curves readable
+    // a policy that compacts very often gets thin, translucent markers, so curves stay readable
+    var counts = {};
+    markers.forEach(function (m) { counts[m.policy || ""] = (counts[m.policy || ""] || 0) + 1; });
     ctx.save();
     ctx.beginPath();
     ctx.rect(b.left, b.top, b.width, b.height);
     ctx.clip();
-    markers.forEach(function (m) {
+    markers.slice().reverse().forEach(function (m) {  // the first policy's markers on top
       var x = u.valToPos(m.x, "x", true);
       if (!(x >= b.left && x <= b.left + b.width)) return;
       var color = m.color || cssVar("--marker");
+      var thin = counts[m.policy || ""] > 40;
       ctx.strokeStyle = color;
       ctx.fillStyle = color;
       ctx.lineWidth = (thin ? 1 : 2) * dpr;

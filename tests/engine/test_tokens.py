@@ -1,4 +1,5 @@
 """Token accounting: exact per encoding, images by tiles, categories, O(1) appends."""
+import pytest
 import tiktoken
 
 from compaction.context import LiveContext
@@ -96,3 +97,23 @@ def test_provider_usage_is_recorded_beside_the_estimate():
     live.append({"role": "user", "content": "hello there"})
     ratio = live.record_usage(reported_prompt_tokens=live.total_tokens * 2)
     assert ratio == 0.5 and live.calibration_ratio == 0.5
+
+
+@pytest.mark.timeout(300)  # a hang guard, not a speed assertion
+def test_hostile_tool_output_is_counted_and_never_crashes():
+    counter = make_counter(encoding="o200k_base")
+    # a million characters without whitespace makes plain tiktoken panic; a long run of one
+    # character is quadratic for BPE; a lone surrogate cannot be encoded at all
+    assert counter.count_text("a" * 1_000_000) > 100_000
+    assert counter.count_text("=" * 64_000) > 0
+    assert counter.count_text("bad \ud800 text") > 0
+    msgs = wrap_originals([{"role": "tool", "tool_call_id": "x", "content": "\ud800" + "b" * 300_000}])
+    assert MessageCounter(counter).count_many(msgs)[0].total > 0
+    assert len(msgs[0].hash) == 64
+
+
+def test_slicing_hostile_text_stays_within_a_few_tokens_of_the_whole_count():
+    counter = make_counter(encoding="o200k_base")
+    text = ("log line with some words and numbers 12345\n" * 8000)  # 350k chars: sliced
+    whole = len(tiktoken.get_encoding("o200k_base").encode_ordinary(text))
+    assert abs(counter.count_text(text) - whole) <= 10

@@ -142,3 +142,25 @@ def test_a_session_can_follow_its_own_policy(api, small_session):
     assert api.get(f"/api/runs/{r['compaction']['run_id']}").json()["policy_id"] == pid
     cleared = api.put(f"/api/sessions/{sid}/policy", {"policy_id": None}).json()
     assert cleared["policy_id"] is None and cleared["policy_name"] == "default"
+
+
+def test_an_oversized_tool_result_is_truncated_in_the_context_and_kept_whole_in_history_and_archive(api,
+                                                                                                   small_session):
+    sid = small_session["id"]
+    big = "\n".join(f"line {i}: " + "x" * 80 for i in range(3000))  # ~260k characters
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c_big", "type": "function", "function": {"name": "bash", "arguments": "{\"cmd\": \"cat log\"}"}}]}
+    r = api.post(f"/api/sessions/{sid}/messages", {"messages": [call, {"role": "tool", "tool_call_id": "c_big",
+                                                                       "content": big}]})
+    assert r.status_code == 201, r.content
+    live = api.get(f"/api/sessions/{sid}/context").json()["messages"][-1]
+    assert live["tool_call_id"] == "c_big" and len(live["content"]) < len(big) // 4
+    assert "line 0:" in live["content"] and "line 2999:" in live["content"]  # head and tail kept
+    history = api.get(f"/api/sessions/{sid}/messages?limit=500").json()["items"]
+    assert history[-1]["message"]["content"] == big
+    entries = api.get(f"/api/sessions/{sid}/archive").json()["items"]
+    assert [e["kind"] for e in entries] == ["offloaded"]
+    assert api.get(entries[0]["url"]).json()["items"][0]["message"]["content"] == big
+    detail = api.get(f"/api/sessions/{sid}").json()
+    assert detail["context_tokens"] < detail["history_tokens"]
+    assert api.get(f"/api/sessions/{sid}/archive/replay").json()["matches_history"] is True

@@ -15,6 +15,7 @@ def test_simulate_reports_what_the_cli_reports_and_writes_nothing(api):
     assert r.status_code == 200, r.content
     report = r.json()["report"]
     expected = simulate(msgs, r.json()["policy"])
+    expected.pop("_session", None)
     assert report["compactions"] and len(report["compactions"]) == len(expected["compactions"])
     assert {k for k in expected} <= set(report)
     assert CompactionRun.objects.count() == 0
