@@ -6,6 +6,8 @@
         send(outcome.context)
 """
 from . import _env  # noqa: F401  (offline tokenizer files, local model table)
+from .branches import BranchSummarizer
+from .hooks import get_hook, list_hooks, register_hook
 from .archive import ArchiveBackend, FileArchive, MemoryArchive, replay
 from .compactor import Compactor, Hooks
 from .errors import ArchiveError, CompactionError, PolicyError, SessionValidationError, SummaryError
@@ -17,7 +19,7 @@ from .session import CompactionSession
 from .simulate import simulate
 
 __all__ = [
-    "ArchiveBackend", "ArchiveError", "CompactionError", "CompactionSession", "Compactor", "FileArchive", "Hooks",
+    "ArchiveBackend", "ArchiveError", "BranchSummarizer", "get_hook", "list_hooks", "register_hook", "CompactionError", "CompactionSession", "Compactor", "FileArchive", "Hooks",
     "MemoryArchive", "Message", "Outcome", "PRESETS", "Policy", "PolicyError", "Provenance", "SessionValidationError",
     "Skipped", "SummaryError", "get_preset", "replay", "simulate",
 ]

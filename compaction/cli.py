@@ -68,7 +68,6 @@ def cmd_replay(args) -> int:
     archive = FileArchive(args.archive_dir) if args.archive_dir else MemoryArchive()
     report = simulate(messages, policy, tools=tools, archive=archive, session_id=sid, keep_contexts=bool(args.dump),
                       counterfactual=not args.no_counterfactual)
-    report.pop("_session", None)
     if args.dump:
         out = Path(args.dump)
         out.mkdir(parents=True, exist_ok=True)

@@ -26,10 +26,13 @@ from .windows import resolve_window
 class Hooks:
     """Python callables that customise a run (policies stay JSON; hooks are code).
 
-    finalizer(inp, default) -> messages; post_summary(text) -> text;
+    finalizer(inp, default) -> messages; pre_summary(text) -> text (the summarizer's
+    transcript); post_summary(text) -> text; input_builder(system, user, span) -> messages;
     tool_call_formatter / tool_result_formatter for the summarizer input;
     reduction: dict of hooks passed to the reduction step (rewriter, post_process).
     With abort_on_hook_error False (default) a failing hook is logged as an event and ignored.
+    A hook set here wins over the name the policy's ``hooks`` section gives for that kind
+    (names resolve through :mod:`compaction.hooks`).
     """
     finalizer: Finalizer | None = None
     pre_summary: Callable[[str], str] | None = None
@@ -38,14 +41,25 @@ class Hooks:
     tool_call_formatter: Callable | None = None
     tool_result_formatter: Callable | None = None
     reduction: dict = field(default_factory=dict)
+    input_builder: Callable | None = None
 
 
 SUMMARY_AVOIDED = "tool-output reduction brought the context under the trigger; no summary needed"
 
 
+_SHARED_COUNTERS: dict[tuple, MessageCounter] = {}
+
+
 def counter_for(policy: Policy) -> MessageCounter:
-    return MessageCounter(make_counter(policy.counter, model=policy.model, encoding=policy.encoding,
-                                       chars_per_token=policy.chars_per_token))
+    """The process-wide message counter for this policy's tokenizer: its cache is shared by
+    every compactor, session and simulation using the same encoding."""
+    base = make_counter(policy.counter, model=policy.model, encoding=policy.encoding,
+                        chars_per_token=policy.chars_per_token)
+    key = (policy.counter, base.name)
+    counter = _SHARED_COUNTERS.get(key)
+    if counter is None:
+        counter = _SHARED_COUNTERS.setdefault(key, MessageCounter(base))
+    return counter
 
 
 def as_messages(messages: list) -> list[Message]:
@@ -86,6 +100,13 @@ class Compactor:
         self.hooks = hooks or Hooks()
         self.counter = counter or counter_for(self.policy)
         self.window, self.window_source = resolve_window(self.policy)
+        # [seed parity] hooks named by the policy, resolved through compaction.hooks
+        from .hooks import resolve as resolve_hooks  # noqa: PLC0415
+
+        self.policy_hooks = resolve_hooks(self.policy.hooks)
+        # [seed parity] the agent's last model request, for cache-safe summaries when
+        # compact() is not given one (e.g. through CompactionSession)
+        self.parent_request: dict | None = None
 
     # -- trigger -------------------------------------------------------------------
     def trigger_state(self, total: int, n: int, since_tokens: int, since_messages: int,
@@ -104,7 +125,22 @@ class Compactor:
     def compact(self, messages: list, tools: list | None = None, force: bool = False, run_id: str | None = None,
                 on_event: Callable[[dict], None] | None = None,
                 progress: Callable[[str, dict], None] | None = None,
-                last_message_at: float | None = None) -> Outcome | Skipped:
+                last_message_at: float | None = None, parent_request: dict | None = None) -> Outcome | Skipped:
+        """Compact ``messages``. ``parent_request`` (``{"messages", "tools"}`` of the agent's last
+        model request, else ``self.parent_request``) enables cache-safe summary requests when the
+        policy's ``summarizer.cache_safe`` is on. With tailoring or a history-runs limit in the
+        policy, :mod:`compaction.tailoring` runs last, on whatever the other steps produced."""
+        parent = parent_request if parent_request is not None else self.parent_request
+        result = self._compact(messages, tools, force, run_id, on_event, progress, last_message_at, parent)
+        from . import tailoring  # noqa: PLC0415  [seed parity] final budget step
+
+        if not tailoring.active(self.policy):
+            return result
+        return self._tailor(messages, tools, result, run_id, on_event, progress)
+
+    def _compact(self, messages: list, tools: list | None, force: bool, run_id: str | None,
+                 on_event: Callable[[dict], None] | None, progress: Callable[[str, dict], None] | None,
+                 last_message_at: float | None, parent_request: dict | None) -> Outcome | Skipped:
         policy = self.policy
         msgs = as_messages(messages)
         tokens = self.counter.count_many(msgs)
@@ -187,11 +223,9 @@ class Compactor:
         step("summarize", messages=len(span), tokens=replaced_tokens)
         from .summarizer import summarize  # noqa: PLC0415
 
-        kwargs = {}
-        if self.hooks.tool_call_formatter is not None:
-            kwargs["tool_call_formatter"] = self.hooks.tool_call_formatter
-        if self.hooks.tool_result_formatter is not None:
-            kwargs["tool_result_formatter"] = self.hooks.tool_result_formatter
+        kwargs = self.summarize_kwargs()
+        if parent_request is not None:
+            kwargs["parent_request"] = parent_request
         try:
             result = summarize(span, self._summarizer_settings(), previous_summary=previous_summary,
                                counter=self.counter, fallback_window=policy.fallback_context_window,
@@ -203,7 +237,7 @@ class Compactor:
                 return reduction_only(f"a summary would not be smaller than the {replaced_tokens} tokens it "
                                       f"replaces ({len(span)} messages); kept them verbatim")
             raise
-        text = self._apply_hook("post_summary", self.hooks.post_summary, result.text, emit)
+        text = self.apply_post_summary(result.text, emit)
 
         step("finalize")
         archive_ref = new_entry_id()
@@ -268,13 +302,98 @@ class Compactor:
             return settings.model_copy(update={"max_summary_words": cap})
         return settings
 
+    # -- hooks [seed parity] ---------------------------------------------------------
+    @property
+    def abort_on_hook_error(self) -> bool:
+        return self.hooks.abort_on_hook_error or self.policy.hooks.abort_on_error
+
+    def _hook(self, kind: str):
+        """The Python hook of ``kind`` if one was given, else what the policy names (pre/post: a list)."""
+        own = getattr(self.hooks, kind, None)
+        if kind in ("pre_summary", "post_summary"):
+            return [own] if own is not None else list(self.policy_hooks.get(kind) or [])
+        return own if own is not None else self.policy_hooks.get(kind)
+
+    def summarize_kwargs(self) -> dict:
+        """Hook keyword arguments for :func:`compaction.summarizer.summarize`."""
+        from .hooks import chain  # noqa: PLC0415
+
+        kwargs: dict[str, Any] = {}
+        for kind in ("tool_call_formatter", "tool_result_formatter", "input_builder"):
+            fn = self._hook(kind)
+            if fn is not None:
+                kwargs[kind] = fn
+        pre = self._hook("pre_summary")
+        if pre:
+            kwargs["pre_summary"] = chain(pre)
+        if self.abort_on_hook_error:
+            kwargs["abort_on_hook_error"] = True
+        return kwargs
+
+    def apply_post_summary(self, text: str, emit) -> str:
+        for hook in self._hook("post_summary"):
+            text = self._apply_hook("post_summary", hook, text, emit)
+        return text
+
+    # -- tailoring [seed parity] ------------------------------------------------------
+    def _tailor(self, messages: list, tools: list | None, result: Outcome | Skipped, run_id: str | None,
+                on_event: Callable[[dict], None] | None, progress: Callable[[str, dict], None] | None):
+        """Final budget step on the result of the other steps (see :mod:`compaction.tailoring`)."""
+        from . import tailoring  # noqa: PLC0415
+
+        current = result.messages if result else as_messages(messages)
+        tools_tokens = self.counter.count_tools(tools)
+        if progress is not None:
+            progress("tailor", {"messages": len(current)})
+        tr = tailoring.apply(current, self.counter, self.policy, self.window, tools_tokens=tools_tokens)
+        if not tr.dropped:
+            if tr.over_budget and result:
+                result.notes.extend(tr.notes)
+            return result
+        originals = [m for m in tr.dropped if m.is_original]
+        entry = ArchiveEntry(new_entry_id(), self.session_id, "evicted", [item_for(m) for m in originals], run_id,
+                             note="dropped by " + " and ".join(sorted(set(tr.dropped_by.values()))).replace("_", " "))
+        event = {"type": "tailor", "at": time.time(), "archive_ref": entry.id, **tr.to_dict()}
+        reasons = {"history_runs": f"older than the last {self.policy.history_runs} run(s) (history-runs limit)",
+                   "tailoring": "oldest round over the token budget (token tailoring)"}
+        if not result:
+            msgs = as_messages(messages)
+            before = totals_of(self.counter.count_many(msgs), tools_tokens)
+            trigger = {"kind": "tailoring", "fired": True, "reason": "; ".join(tr.notes)}
+            out = self._finish(msgs, tr.messages, before, tools_tokens, [entry], {}, [event], trigger, 0, 0, 0,
+                               fates={i: "dropped" for i in tr.dropped_by}, notes=[result.reason] + tr.notes)
+            for row in out.ledger:
+                if row["fate"] == "dropped":
+                    row["reason"] = "dropped: " + reasons[tr.dropped_by[row["message_id"]]]
+            if on_event is not None:
+                on_event(event)
+            return out
+        # An Outcome: its archive entries are written already; add the tailoring entry and
+        # bring the numbers and the ledger up to date.
+        self.archive.write(entry)
+        result.messages = tr.messages
+        result.context = render_messages(tr.messages)
+        result.messages_after = len(tr.messages)
+        result.tokens_after = totals_of(self.counter.count_many(tr.messages), tools_tokens).as_dict()
+        result.archive_refs.append(entry.id)
+        result.events.append(event)
+        result.notes.extend(tr.notes)
+        for row in result.ledger:
+            why = tr.dropped_by.get(row["message_id"])
+            if why is not None:
+                row["fate"], row["tokens_after"] = "dropped", 0
+                row["reason"] = "dropped: " + reasons[why]
+        if on_event is not None:
+            on_event(event)
+        return result
+
     def _apply_hook(self, name: str, hook: Callable | None, value: str, emit) -> str:
         if hook is None:
             return value
         try:
             out = hook(value)
         except Exception as exc:  # noqa: BLE001 - hooks are user code
-            if self.hooks.abort_on_hook_error:
+            if self.abort_on_hook_error:
                 raise CompactionError(f"{name} hook failed: {exc}") from exc
             emit({"type": "hook_error", "hook": name, "error": repr(exc)})
             return value

@@ -111,6 +111,8 @@ class SummarizerPolicy(_Strict):
     input_max_tokens: int | None = Field(None, gt=0, description="Absolute cap on summarizer input tokens (overrides input_share when smaller).")
     strip_thinking: bool = Field(True, description="Remove <think>/<analysis> preambles from the returned summary.")
     require_shrink: bool = Field(True, description="Reject a summary that is not smaller than what it replaces.")
+    cache_safe: bool = Field(False, description="Cache-safe summary requests: when the agent's last model request is known, send that exact request (system, history, tools) plus one compacting instruction, so a provider's prompt cache is reused; otherwise the standalone request.")
+    cache_safe_prompt: str | None = Field(None, description="Custom compacting instruction appended in cache-safe mode; may use {max_summary_words}, must not contain {conversation_text} (the conversation is already in the request).")
 
     @field_validator("prompt")
     @classmethod
@@ -120,6 +122,16 @@ class SummarizerPolicy(_Strict):
         from .summarizer.prompts import validate_prompt  # noqa: PLC0415
 
         validate_prompt(v)
+        return v
+
+    @field_validator("cache_safe_prompt")
+    @classmethod
+    def _check_cache_safe_prompt(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from .summarizer.cache_safe import validate_cache_safe_prompt  # noqa: PLC0415
+
+        validate_cache_safe_prompt(v)
         return v
 
     @field_validator("system_prompt")
@@ -150,6 +162,50 @@ class FinalizePolicy(_Strict):
     language: str = Field("en", description="Language of the texts the engine writes into a context.")
 
 
+# -- tailoring, branches, hooks (seed parity) -------------------------------------------
+
+class TailoringPolicy(_Strict):
+    enabled: bool = Field(False, description="Final budget step of every compaction: while the context (tools included) exceeds the window minus reserved output, drop whole oldest rounds. The system message, summaries, pinned messages and the latest turn are never dropped, and a tool call never loses its results. Dropped originals are archived.")
+    reserved_output_tokens: int | None = Field(None, ge=0, description="Room kept for the model's own output in the tailoring budget (capped at a quarter of the window). None: the policy's reserved_output_tokens, or 4,096 when that is 0.")
+
+
+class BranchesPolicy(_Strict):
+    allowlist: list[str] | None = Field(None, description="Filter keys ('app/branch') that may get their own branch summary. Matching is per path segment in both directions: 'app/tool' matches 'app/tool/search' and 'app', not 'app/toolbox'. None allows every key; an empty list allows none (the whole-session summary is never blocked).")
+    cascade: bool = Field(True, description="A branch trigger also refreshes the whole-session summary.")
+
+    @field_validator("allowlist")
+    @classmethod
+    def _check_allowlist(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        from .branches import normalize_allowlist  # noqa: PLC0415
+
+        return normalize_allowlist(v)
+
+
+class HooksPolicy(_Strict):
+    pre_summary: list[str] = Field(default_factory=list, description="Registered pre_summary hooks (compaction.hooks), applied in order to the transcript the summarizer reads. Built-in: redact_secrets, collapse_whitespace, strip_ansi.")
+    post_summary: list[str] = Field(default_factory=list, description="Registered post_summary hooks applied in order to the summary before it is written. Built-in: redact_secrets, collapse_whitespace.")
+    input_builder: str | None = Field(None, description="Registered input_builder hook with full control of the summarizer's input messages. Built-in: default, single_user_message.")
+    tool_call_formatter: str | None = Field(None, description="Registered formatter for tool calls in the summarizer input (an empty result leaves the call out). Built-in: name_only, omit.")
+    tool_result_formatter: str | None = Field(None, description="Registered formatter for tool results in the summarizer input (an empty result leaves the result out). Built-in: omit, first_line, head_tail_2000.")
+    abort_on_error: bool = Field(False, description="A failing hook aborts the run (nothing is changed); off: the error is logged as an event and the hook is skipped.")
+
+    @field_validator("pre_summary", "post_summary", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("pre_summary", "post_summary")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        if any(not isinstance(n, str) or not n.strip() for n in v):
+            raise ValueError("hook names must be non-empty strings")
+        return [n.strip() for n in v]
+
+
 # -- the policy --------------------------------------------------------------------------
 
 class Policy(_Strict):
@@ -164,10 +220,15 @@ class Policy(_Strict):
     chars_per_token: float = Field(4.0, gt=0, description="Divisor of the approximate counter.")
     trigger: Condition = Field(default_factory=lambda: WindowFractionCondition(fraction=0.8), description="When to summarize.")
     summarize: bool = Field(True, description="Summarize with an LLM when the trigger fires (off: reduction and tailoring only).")
+    history_runs: int = Field(0, ge=0, description="Without summaries (summarize off): keep only the last N runs, a run starting at a user message; older runs are dropped and archived at every compaction. 0 = unlimited. Ignored when summarize is on.")
+    language: str | None = Field(None, description="Language of every text the engine writes into a context (summary turn, acknowledgement, notices, default prompts); when set, finalize.language and reduction.language follow it. Languages: one file each in compaction/locales.")
     cut: CutPolicy = Field(default_factory=CutPolicy)
     summarizer: SummarizerPolicy = Field(default_factory=SummarizerPolicy)
     finalize: FinalizePolicy = Field(default_factory=FinalizePolicy)
     reduction: ReductionPolicy = Field(default_factory=ReductionPolicy)
+    tailoring: TailoringPolicy = Field(default_factory=TailoringPolicy)
+    branches: BranchesPolicy = Field(default_factory=BranchesPolicy)
+    hooks: HooksPolicy = Field(default_factory=HooksPolicy)
     pin_first_user_message: bool = Field(False, description="Never evict the first user message (the task statement).")
 
     @model_validator(mode="after")
@@ -175,6 +236,37 @@ class Policy(_Strict):
         if self.encoding and self.encoding not in ("o200k_base", "cl100k_base", "p50k_base"):
             raise ValueError(f"unknown encoding {self.encoding!r}; offline encodings are o200k_base, cl100k_base, p50k_base")
         return self
+
+    @model_validator(mode="after")
+    def _follow_language(self) -> "Policy":
+        """One ``language`` for every engine text: the section languages follow it."""
+        if self.language is None:
+            return self
+        # Copies, so a section object the caller passed in is never changed behind its back.
+        # (__dict__ assignment: a validated assignment here would re-run this validator.)
+        if self.finalize.language != self.language:
+            self.__dict__["finalize"] = self.finalize.model_copy(update={"language": self.language})
+        if self.reduction.language != self.language:
+            reduction = self.reduction.model_copy()
+            try:
+                reduction.language = self.language
+            except ValidationError:
+                raise ValueError(f"language {self.language!r} has a locale file but reduction.language does not "
+                                 f"accept it yet") from None
+            self.__dict__["reduction"] = reduction
+        return self
+
+    @field_validator("language")
+    @classmethod
+    def _check_language(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        from . import locales  # noqa: PLC0415
+
+        if not locales.has(v):
+            raise ValueError(f"no texts for language {v!r}; available: {', '.join(locales.available())} "
+                             f"(adding one is one file: compaction/locales/{v}.py)")
+        return v
 
     # -- loading -------------------------------------------------------------------
     @classmethod

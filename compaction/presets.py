@@ -6,7 +6,7 @@ semantics in our vocabulary; ``default`` is ours and takes the best of them.
 | default | 80% of usable window | 12 msgs / 25% window, user turn preferred | user + ack, recent user msgs re-inserted | tiktoken |
 | eino | 160k tokens | none (whole history summarized) | user, recent user msgs (≤ trigger/3) | chars/4 |
 | deepagents | 85% of window (fallback 32,768, 4,096 reserved) | 6 msgs / 25% window, must start at a user turn | user + ack | chars/4 |
-| trpc | tokens since last summary > 50% of window | the current turn | merged into the system message | chars/4 |
+| trpc | tokens since last summary > 50% of window | the current turn | merged into the system message; token tailoring last | chars/4 |
 | sagents | 170k tokens | 6 msgs, nearest safe point searching backwards | user | chars/4 |
 | langchain | 4,000 tokens (documented example) | 20 msgs | user; summarizer sees only the last 4,000 tokens | chars/4 |
 | anthropic-clear-tool-uses | 100k tokens | - | no summary; clears old tool results keeping 3 | tiktoken |
@@ -74,9 +74,15 @@ def _trpc() -> dict:
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require"},
-        "summarizer": {"max_summary_words": 300, "retry": {"max_retries": 0}},
+        "summarizer": {"max_summary_words": 300, "retry": {"max_retries": 0}, "cache_safe": False},
         "finalize": {"injection": "system", "acknowledgement": False, "preserve_user_messages": False},
         "reduction": _reduction("trpc_reduction").model_dump(mode="json"),
+        # Model-layer token tailoring is tRPC's final fallback; MaxHistoryRuns defaults to 0 (no
+        # limit) and only applies without summaries; branch summaries cascade to the whole session
+        # and every filter key is allowed; cache-safe forking is opt-in.
+        "tailoring": {"enabled": True},
+        "history_runs": 0,
+        "branches": {"allowlist": None, "cascade": True},
     }
 
 

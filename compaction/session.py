@@ -111,9 +111,14 @@ class CompactionSession:
 
     def before_model_call(self, **kwargs) -> Outcome | Skipped | None:
         """What an agent loop calls before each model call: compact when anything is due."""
-        if self.should_compact().fired or self.reduction_due():
+        if self.should_compact().fired or self.reduction_due() or self.tailoring_due():
             return self.compact(**kwargs)
         return None
+
+    def tailoring_due(self) -> bool:
+        from .tailoring import tailoring_due  # noqa: PLC0415
+
+        return tailoring_due(self.policy, self.live.total_tokens, self.compactor.window)
 
     # -- reading -------------------------------------------------------------------
     def context(self) -> list[dict]:

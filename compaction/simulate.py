@@ -98,7 +98,6 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
         without.reduction.enabled = False
         without.summarizer.model = None
         alt = simulate(messages, without, tools=tools, session_id=session_id + "-without-reduction")
-        alt.pop("_session", None)
         summaries_with = sum(1 for c in compactions if c["summarized"])
         summaries_without = sum(1 for c in alt["compactions"] if c["summarized"])
         report["summaries_without_reduction"] = summaries_without
@@ -107,7 +106,6 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
         report["context_per_call"] = contexts
         report["context"] = context
         report["replay"] = session.replay() if replay_exact else None
-    report["_session"] = session
     return report
 
 

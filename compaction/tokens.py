@@ -183,7 +183,7 @@ class MessageCounter:
         if len(self._cache) >= self.cache_size:
             # Drop the oldest half: cheap, and recent messages are the ones re-counted.
             for k in list(self._cache)[: self.cache_size // 2]:
-                del self._cache[k]
+                self._cache.pop(k, None)  # another thread may have dropped it already
         self._cache[key] = value
 
     def _build(self, counts: Iterable[int], pieces, fixed: dict[str, int]) -> MessageTokens:

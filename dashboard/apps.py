@@ -1,7 +1,23 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+_wal_set: set[str] = set()
+
+
+def _sqlite_wal(sender, connection, **kwargs):
+    """Write-ahead logging lets readers run while a worker writes. The mode is kept in the
+    database file, so once per database per process is enough."""
+    if connection.vendor != "sqlite" or connection.settings_dict["NAME"] in _wal_set:
+        return
+    with connection.cursor() as cur:
+        cur.execute("PRAGMA journal_mode=WAL")
+    _wal_set.add(connection.settings_dict["NAME"])
 
 
 class DashboardConfig(AppConfig):
     name = "dashboard"
     verbose_name = "Compaction studio"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        connection_created.connect(_sqlite_wal, dispatch_uid="dashboard-sqlite-wal")

@@ -136,14 +136,15 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE: a transaction takes the write lock when it starts, so two concurrent
     # read-modify-write transactions queue instead of failing with "database is locked".
     # WAL lets readers (the API, the dashboard) run while a worker writes.
-    _db["CONN_MAX_AGE"] = 0
     _db["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": env_int("SQLITE_TIMEOUT", 60),
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # journal_mode=WAL is stored in the database file; dashboard.apps sets it once.
+        "init_command": "PRAGMA synchronous=NORMAL;",
     }
     # Tests share their database with real worker processes, so it must be a file.
-    _db["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_PATH") or str(DATA_DIR / "test_db.sqlite3")}
+    # One file per test process, so two test runs on one machine never share it.
+    _db["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_PATH") or str(DATA_DIR / f"test_db_{os.getpid()}.sqlite3")}
 else:
     _db.setdefault("TEST", {})
 DATABASES = {"default": _db}
@@ -196,6 +197,9 @@ RUN_HEARTBEAT_INTERVAL = env_float("RUN_HEARTBEAT_INTERVAL", 5.0)
 RUN_STALE_AFTER = env_float("RUN_STALE_AFTER", 60.0)
 RUN_RECOVERY_INTERVAL = env_float("RUN_RECOVERY_INTERVAL", 15.0)
 RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)
+# A queued run whose session is idle and whose task was sent this long ago is sent again
+# (its message may be lost: the filesystem broker drops what a killed worker had reserved).
+RUN_RESEND_AFTER = env_float("RUN_RESEND_AFTER", 300.0)
 
 # -- Celery ------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
@@ -225,7 +229,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis: take one message at a time (fair across many workers). Filesystem broker (one
+# machine): the prefork pool acknowledges a finished task only when the polling loop
+# wakes (up to 2 s), and with a prefetch of 1 the next message waits for that ack.
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int(
+    "CELERY_WORKER_PREFETCH_MULTIPLIER", 4 if CELERY_BROKER_URL.startswith("filesystem://") else 1)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SOFT_TIME_LIMIT = RUN_SOFT_TIME_LIMIT
 CELERY_TASK_TIME_LIMIT = RUN_TIME_LIMIT

@@ -114,7 +114,7 @@ class PassesConfig(_Strict):
 
 class ReductionPolicy(_Strict):
     enabled: bool = Field(False, description="Run tool-output reduction before summarization.")
-    language: Literal["en", "zh"] = Field("en", description="Language of the notices and placeholders written into the context.")
+    language: str = Field("en", description="Language of the notices and placeholders written into the context (a file in compaction/locales/).")
     truncation: TruncationConfig = Field(default_factory=TruncationConfig, description="Truncation of oversized results on arrival.")
     clearing: ClearingConfig = Field(default_factory=ClearingConfig, description="Clearing of old results before a model call.")
     passes: PassesConfig = Field(default_factory=PassesConfig, description="tRPC-style passes 0/1/2 before every model call.")
@@ -122,6 +122,15 @@ class ReductionPolicy(_Strict):
     force_clean_tools: list[str] = Field(default_factory=list, description="Tools whose historical results are archived on every model call, whatever their size (pass 0), once outside the protected recent activity.")
     tools: dict[str, ToolReduction] = Field(default_factory=dict, description="Per-tool overrides by tool name.")
     recovery_limit_chars: int = Field(20_000, gt=0, description="The limit suggested in the session_load calls that notices print.")
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, v: str) -> str:
+        from ..locales import available, has  # noqa: PLC0415
+
+        if not has(v):
+            raise ValueError(f"no texts for language {v!r}; available: {', '.join(available())}")
+        return v
 
     @field_validator("keep_tools", "force_clean_tools")
     @classmethod

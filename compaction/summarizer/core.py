@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import SummaryError
-from ..messages import Message
+from ..errors import CompactionError, SummaryError
+from ..messages import Message, Provenance
 from ..tokens import MESSAGE_OVERHEAD
 from ..windows import model_window
 from .extractive import EXTRACTIVE_MODEL
@@ -39,11 +39,14 @@ class SummaryResult:
     usage: dict | None              # provider usage of the successful attempt
     input_tokens: int               # tokens of prompt_messages (our count)
     clipped: list[dict] = field(default_factory=list)  # what was clipped or omitted to fit the input
+    request_mode: str = "standalone"  # "standalone" | "cache_safe" (forked parent request)
+    request_note: str | None = None   # why that mode (set when a cache-safe request was considered)
 
     def to_dict(self) -> dict:
         return {"text": self.text, "model": self.model, "extractive": self.extractive,
                 "attempts": [a.to_dict() for a in self.attempts], "prompt_messages": self.prompt_messages,
-                "usage": self.usage, "input_tokens": self.input_tokens, "clipped": self.clipped}
+                "usage": self.usage, "input_tokens": self.input_tokens, "clipped": self.clipped,
+                "request_mode": self.request_mode, "request_note": self.request_note}
 
 
 def summarizer_window(settings, fallback_window: int) -> int:
@@ -51,15 +54,25 @@ def summarizer_window(settings, fallback_window: int) -> int:
 
 
 def input_budget(settings, fallback_window: int) -> int:
-    """Tokens the whole summarizer prompt may use."""
-    budget = int(summarizer_window(settings, fallback_window) * settings.input_share)
+    """Tokens the whole summarizer prompt may use. The summary's own generation keeps its
+    room in the window (``params.max_tokens``, else about the word budget; never more
+    than half the window), whatever ``input_share`` says."""
+    from .cache_safe import output_reserve  # noqa: PLC0415
+
+    window = summarizer_window(settings, fallback_window)
+    budget = int(window * settings.input_share)
+    budget = min(budget, max(window // 2, window - output_reserve(settings)))
     if settings.input_max_tokens:
         budget = min(budget, settings.input_max_tokens)
     return max(1, budget)
 
 
 def _prompt_tokens(messages: list[dict], count_text: Callable[[str], int]) -> int:
-    return sum(count_text(m.get("content") or "") + MESSAGE_OVERHEAD for m in messages)
+    def text(content: Any) -> str:
+        if isinstance(content, list):  # content parts (an input_builder may send them)
+            return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return content or ""
+    return sum(count_text(text(m.get("content"))) + MESSAGE_OVERHEAD for m in messages)
 
 
 def summarize(span: list[Message], settings, *, previous_summary: str | None = None, counter,
@@ -67,7 +80,11 @@ def summarize(span: list[Message], settings, *, previous_summary: str | None = N
               on_event: Callable[[dict], Any] | None = None, language: str = "en",
               tool_call_formatter: Callable[[str, str], str | None] | None = None,
               tool_result_formatter: Callable[[str, str], str | None] | None = None,
-              sleep: Callable[[float], None] | None = None) -> SummaryResult:
+              sleep: Callable[[float], None] | None = None,
+              pre_summary: Callable[[str], str] | None = None,
+              input_builder: Callable[[str | None, str, list[dict]], list[dict]] | None = None,
+              abort_on_hook_error: bool = False,
+              parent_request: dict | None = None) -> SummaryResult:
     """Summarize ``span`` (folding in ``previous_summary``) with ``settings``.
 
     ``replaced_tokens`` is the size of everything the summary will replace; with
@@ -75,8 +92,142 @@ def summarize(span: list[Message], settings, *, previous_summary: str | None = N
     ``on_event`` receives one ``generate_summary`` event per attempt. Raises
     :class:`~compaction.errors.SummaryError` (with ``.attempts``) when no usable
     summary comes back.
+
+    Hooks (see :mod:`compaction.hooks`): ``pre_summary`` rewrites the fitted transcript,
+    ``input_builder(system_instruction, user_instruction, span_messages)`` builds the
+    request messages. A failing hook is reported as a ``hook_error`` event and skipped,
+    or raises CompactionError with ``abort_on_hook_error``.
+
+    ``parent_request`` (``{"messages": [...], "tools": [...]}``, the agent's last model
+    request) switches to the cache-safe request when ``settings.cache_safe`` is on: the
+    parent's messages and tools unchanged plus one compacting instruction (see
+    :mod:`.cache_safe`); without it, or when it cannot be used, the standalone request.
     """
+    if getattr(settings, "cache_safe", False):
+        from .cache_safe import plan  # noqa: PLC0415
+
+        primary_extractive = is_extractive(settings.model or EXTRACTIVE_MODEL)
+        cs = plan(parent_request, span, settings, counter=counter,
+                  window=summarizer_window(settings, fallback_window), language=language,
+                  extractive=primary_extractive)
+        if on_event is not None:
+            on_event({"type": "summary_request", "mode": cs.mode, "reason": cs.reason})
+        if cs.cache_safe:
+            return _summarize_cache_safe(cs, span, settings, previous_summary=previous_summary, counter=counter,
+                                         fallback_window=fallback_window, replaced_tokens=replaced_tokens,
+                                         on_event=on_event, language=language,
+                                         tool_call_formatter=tool_call_formatter,
+                                         tool_result_formatter=tool_result_formatter, sleep=sleep,
+                                         pre_summary=pre_summary, input_builder=input_builder,
+                                         abort_on_hook_error=abort_on_hook_error)
+        result = _summarize_standalone(span, settings, previous_summary=previous_summary, counter=counter,
+                                       fallback_window=fallback_window, replaced_tokens=replaced_tokens,
+                                       on_event=on_event, language=language,
+                                       tool_call_formatter=tool_call_formatter,
+                                       tool_result_formatter=tool_result_formatter, sleep=sleep,
+                                       pre_summary=pre_summary, input_builder=input_builder,
+                                       abort_on_hook_error=abort_on_hook_error)
+        result.request_note = cs.reason
+        return result
+    return _summarize_standalone(span, settings, previous_summary=previous_summary, counter=counter,
+                                 fallback_window=fallback_window, replaced_tokens=replaced_tokens,
+                                 on_event=on_event, language=language, tool_call_formatter=tool_call_formatter,
+                                 tool_result_formatter=tool_result_formatter, sleep=sleep,
+                                 pre_summary=pre_summary, input_builder=input_builder,
+                                 abort_on_hook_error=abort_on_hook_error)
+
+
+def run_hook(name: str, fn: Callable, args: tuple, on_event: Callable[[dict], Any] | None, abort: bool) -> Any:
+    """Call a user hook; None when it failed and failures are ignored."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - hooks are user code
+        if abort:
+            raise CompactionError(f"{name} hook failed: {exc}") from exc
+        if on_event is not None:
+            on_event({"type": "hook_error", "hook": name, "error": repr(exc)})
+        return None
+
+
+def _shrink_check(settings, count_text: Callable[[str], int], replaced_tokens: int) -> Callable[[str], str | None]:
+    def check(text: str) -> str | None:
+        if not text.strip():
+            return "empty summary"
+        if settings.require_shrink:
+            size = count_text(text)
+            if size >= replaced_tokens:
+                return (f"summary is not smaller than what it replaces "
+                        f"({size} tokens >= {replaced_tokens} tokens)")
+        return None
+    return check
+
+
+def _valid_messages(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(m, dict) and m.get("role") in ("system", "developer", "user", "assistant")
+                    and "content" in m for m in value))
+
+
+def _summarize_cache_safe(cs, span, settings, *, replaced_tokens, counter, on_event, sleep, **standalone) -> SummaryResult:
+    """The forked request; models that cannot take it (extractive failovers) get the
+    standalone request afterwards if every other model failed."""
+    failovers = [m for m in settings.failover_models if m]
+    llm_failovers = [m for m in failovers if not is_extractive(m)]
+    offline = [m for m in failovers if is_extractive(m)]
+    llm_settings = settings.model_copy(update={"params": {**(settings.params or {}), **cs.extra_params()},
+                                               "failover_models": llm_failovers})
+    check = _shrink_check(settings, counter.count_text, replaced_tokens)
+    try:
+        result = complete(cs.messages, llm_settings, check=check, on_event=on_event, sleep_fn=sleep,
+                          extractive_words=settings.max_summary_words)
+    except SummaryError as exc:
+        if not offline:
+            raise
+        if on_event is not None:
+            on_event({"type": "summary_request", "mode": "standalone",
+                      "reason": "every model failed on the cache-safe request; trying the offline failover"})
+        offset = len(exc.attempts)
+
+        def renumber(event: dict) -> None:
+            if on_event is not None:
+                on_event({**event, "attempt": event.get("attempt", 0) + offset} if "attempt" in event else event)
+
+        fallback_settings = settings.model_copy(update={"model": offline[0], "failover_models": offline[1:]})
+        try:
+            later = _summarize_standalone(span, fallback_settings, replaced_tokens=replaced_tokens, counter=counter,
+                                          on_event=renumber, sleep=sleep, **standalone)
+        except SummaryError as exc2:
+            for a in exc2.attempts:
+                a.number += offset
+            raise SummaryError(str(exc2), attempts=list(exc.attempts) + list(exc2.attempts)) from exc2
+        for a in later.attempts:
+            a.number += offset
+            a.phase = "failover"
+        later.attempts = list(exc.attempts) + later.attempts
+        later.request_note = "the cache-safe request failed on every model; the offline failover summarized " \
+                             "the standalone request"
+        return later
+    return SummaryResult(text=result.text, model=result.model, extractive=is_extractive(result.model),
+                         attempts=result.attempts, prompt_messages=cs.messages, usage=result.usage,
+                         input_tokens=cs.input_tokens, clipped=[], request_mode="cache_safe", request_note=cs.reason)
+
+
+def _summarize_standalone(span: list[Message], settings, *, previous_summary: str | None, counter,
+                          fallback_window: int, replaced_tokens: int, on_event: Callable[[dict], Any] | None,
+                          language: str, tool_call_formatter, tool_result_formatter, sleep,
+                          pre_summary, input_builder, abort_on_hook_error: bool) -> SummaryResult:
     count_text = counter.count_text
+    hooked: dict[str, str] = {}
+
+    def transcript(text: str) -> str:
+        """The fitted transcript after the pre_summary hook (run once per distinct text)."""
+        if pre_summary is None:
+            return text
+        if text not in hooked:
+            out = run_hook("pre_summary", pre_summary, (text,), on_event, abort_on_hook_error)
+            hooked[text] = out if isinstance(out, str) and out.strip() else text
+        return hooked[text]
+
     blocks = render_blocks(span, tool_call_formatter=tool_call_formatter,
                            tool_result_formatter=tool_result_formatter)
     previous = previous_summary.strip() if previous_summary and previous_summary.strip() else None
@@ -99,23 +250,31 @@ def summarize(span: list[Message], settings, *, previous_summary: str | None = N
     room = max(budget - overhead, min(MIN_CONVERSATION_TOKENS, budget))
     for _ in range(4):
         fitted = fit_blocks(blocks, room, count_text, settings.input_strategy)
-        messages = build_prompt_messages(fitted.text, settings, previous_summary=previous, language=language)
+        messages = build_prompt_messages(transcript(fitted.text), settings, previous_summary=previous,
+                                         language=language)
         input_tokens = _prompt_tokens(messages, count_text)
         # Tokens can merge differently where the transcript meets the template: re-fit if over.
         if input_tokens <= budget or room <= MIN_CONVERSATION_TOKENS:
             break
         room = max(MIN_CONVERSATION_TOKENS, room - (input_tokens - budget) - 2)
     clipped.extend(fitted.clipped)
+    if input_builder is not None:
+        system_instruction = messages[0]["content"] if len(messages) > 1 else None
+        span_messages = [m.raw for m in span if m.provenance not in (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)]
+        built = run_hook("input_builder", input_builder, (system_instruction, messages[-1]["content"], span_messages),
+                         on_event, abort_on_hook_error)
+        if built is not None and not _valid_messages(built):
+            problem = "input_builder must return a non-empty list of message dicts with a role and content"
+            if abort_on_hook_error:
+                raise CompactionError(f"input_builder hook failed: {problem}")
+            if on_event is not None:
+                on_event({"type": "hook_error", "hook": "input_builder", "error": problem})
+            built = None
+        if built is not None:
+            messages = built
+            input_tokens = _prompt_tokens(messages, count_text)
 
-    def check(text: str) -> str | None:
-        if not text.strip():
-            return "empty summary"
-        if settings.require_shrink:
-            size = count_text(text)
-            if size >= replaced_tokens:
-                return (f"summary is not smaller than what it replaces "
-                        f"({size} tokens >= {replaced_tokens} tokens)")
-        return None
+    check = _shrink_check(settings, count_text, replaced_tokens)
 
     # The extractive provider gets the budget as metadata (0 = none stated: it uses its own cap).
     result = complete(messages, settings, check=check, on_event=on_event, sleep_fn=sleep,

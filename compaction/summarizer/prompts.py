@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import string
 
+from .. import locales as _locales
+
 PLACEHOLDERS = frozenset({"conversation_text", "previous_summary", "max_summary_words"})
 
 NO_PREVIOUS_SUMMARY = "none"
@@ -23,52 +25,10 @@ NO_PREVIOUS_SUMMARY = "none"
 PREVIOUS_OPEN, PREVIOUS_CLOSE = "<previous_summary>", "</previous_summary>"
 CONVERSATION_OPEN, CONVERSATION_CLOSE = "<conversation>", "</conversation>"
 
-DEFAULT_PROMPT = """\
-You are writing the working memory of an AI agent. The transcript below is about to be \
-removed from the agent's context; your summary is all the agent will keep of it, so it \
-must let the agent carry on without asking the user to repeat anything.
+# The prompt texts live in the locale files (compaction/locales/<code>.py, section PROMPTS).
+DEFAULT_PROMPT = _locales.section("PROMPTS", "en")["summary"]
 
-Write these sections, each under its own heading, and skip a section only when there is \
-nothing to put in it:
-
-## Goals and constraints
-What the user asked for, in their own words where the wording matters, and every \
-requirement, limit or preference they stated.
-## Decisions and why
-Choices made so far and the reason for each, including approaches that were rejected.
-## Files and paths
-Every file, directory, URL or resource that was read, created or changed, with what \
-happened to it.
-## Facts learned from tools
-Concrete results that came back from tools: values, versions, identifiers, outputs the \
-next steps depend on.
-## Errors and fixes
-Errors met (exact messages or exception names), what caused them and how they were \
-resolved or why they are still open.
-## Current state
-Where the work stands at the end of the transcript.
-## Next steps
-What remains to be done, in order.
-
-Rules: keep exact identifiers (paths, names, numbers, ids, commands) verbatim. Do not \
-invent anything that is not in the material. Write only the summary, with no preamble.{length_rule}{language_rule}
-
-The summary of earlier parts of this session is between the previous_summary tags \
-("{none}" means there is none yet). Merge it into your summary: keep its facts that \
-still hold, update the ones the transcript changes, and do not drop anything important \
-just because it is old.
-
-{previous_open}
-{{previous_summary}}
-{previous_close}
-
-{conversation_open}
-{{conversation_text}}
-{conversation_close}
-
-Now write the updated summary."""
-
-LENGTH_RULE = " Use at most {max_summary_words} words."
+LENGTH_RULE = _locales.section("PROMPTS", "en")["length_rule"]
 
 LANGUAGE_NAMES = {
     "en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "fr": "French",
@@ -101,12 +61,22 @@ def language_name(code: str | None) -> str | None:
     return LANGUAGE_NAMES.get(base, code)
 
 
+def prompt_texts(language: str | None) -> tuple[dict[str, str], bool]:
+    """(PROMPTS section, written in that language?). A language with its own locale file
+    gets the prompt written in it; any other code gets the English prompt plus a sentence
+    asking for the summary in that language."""
+    if language and _locales.has(language):
+        return _locales.section("PROMPTS", language), True
+    return _locales.section("PROMPTS", "en"), False
+
+
 def default_prompt(max_summary_words: int, language: str = "en") -> str:
     """The default template (still containing the three placeholders)."""
+    table, native = prompt_texts(language)
     name = language_name(language)
-    language_rule = "" if name in (None, "English") else f" Write the summary in {name}."
-    return DEFAULT_PROMPT.format(
-        length_rule=LENGTH_RULE if max_summary_words > 0 else "",
+    language_rule = "" if native or name in (None, "English") else table["language_rule"].format(language=name)
+    return table["summary"].format(
+        length_rule=table["length_rule"] if max_summary_words > 0 else "",
         language_rule=language_rule,
         none=NO_PREVIOUS_SUMMARY,
         previous_open=PREVIOUS_OPEN, previous_close=PREVIOUS_CLOSE,

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
 from ninja import Schema
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from compaction.formats import FORMATS
 

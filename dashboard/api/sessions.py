@@ -155,7 +155,6 @@ def simulate_session(request, session_id: SessionId, body: SimulateIn):
     raws = list(Message.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True))
     try:
         report = simulate(raws, policy, tools=session.tools or None, session_id=f"simulate-{session.pk}")
-        report.pop("_session", None)  # the engine object behind the report (the CLI drops it too)
     except CompactionError as exc:
         raise Invalid(f"simulation failed: {exc}") from None
     return {"session_id": session.pk, "policy": policy.to_json(), "report": report}

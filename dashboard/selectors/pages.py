@@ -21,12 +21,12 @@ from compaction import policy as P
 from compaction.messages import Message as EngineMessage
 from compaction.messages import Provenance, original_id, text_of
 from compaction.tokens import CATEGORIES
-from compaction.triggers import token_thresholds
+from compaction.triggers import token_thresholds, usable_window
 from compaction.windows import price_per_token, resolve_window
 
 from ..models import ArchiveEntry, ArchiveItem, CompactionRun, Message, Policy, Project, RunStatus, Session
 from ..services.common import now
-from ..services.policies import apply_service_defaults, default_policy, effective_policy
+from ..services.policies import apply_service_defaults, default_policy
 from .pagination import decode_cursor, encode_cursor
 
 #: Bars drawn on a session timeline at most; longer sessions are bucketed server-side.
@@ -97,7 +97,7 @@ def _policies_by_combo(project: Project) -> dict[tuple[str, int | None], Any]:
 def condition_q(cond, window: int, reserved: int) -> Q:
     """A trigger condition as a filter on the stored running totals (same rule as
     compaction.triggers.evaluate: value > threshold)."""
-    usable = max(1, window - reserved)
+    usable = usable_window(window, reserved)
     if isinstance(cond, (P.AnyCondition, P.AllCondition)):
         parts = [condition_q(c, window, reserved) for c in cond.conditions]
         out = parts[0]
@@ -219,7 +219,7 @@ def policy_lines(policy, window: int | None = None) -> list[dict]:
     for kind, value in token_thresholds(policy.trigger, window, policy.reserved_output_tokens):
         label = {"tokens": "trigger", "window_fraction": "trigger"}.get(kind, kind)
         lines.append({"label": f"{label}: {value:,} tokens", "value": value, "kind": "trigger"})
-    usable = window - policy.reserved_output_tokens
+    usable = usable_window(window, policy.reserved_output_tokens)
     lines.append({"label": f"usable window: {usable:,} tokens", "value": usable, "kind": "window"})
     return lines
 
@@ -385,8 +385,8 @@ def message_at(session: Session, position: int) -> Message:
     return m
 
 
-def page_start_for(position: int, limit: int = TRANSCRIPT_PAGE) -> int:
-    """Transcript page that shows ``position`` a few rows from its top."""
+def page_start_for(position: int) -> int:
+    """Start of the transcript page that shows ``position`` a few rows from its top."""
     return max(0, position - 5)
 
 

@@ -1,11 +1,14 @@
 """Session reads: lists, details, history, the live context."""
 from __future__ import annotations
 
-import json
+import threading
+from collections import OrderedDict
+
+from django.db import connection
 
 from compaction.windows import resolve_window
 
-from ..models import CompactionRun, Message, RunStatus, Session, SessionContext
+from ..models import CompactionRun, Message, RunStatus, Session
 from ..services import NotFound
 from .pagination import paginate
 
@@ -52,19 +55,55 @@ def session_detail(session: Session) -> dict:
     }
 
 
-def context_json(project_id: int, session_id: int) -> tuple[str, int] | None:
-    """The context response body as text (no parse, no re-serialisation) and its version."""
-    row = (SessionContext.objects.filter(session_id=session_id, session__project_id=project_id)
-           .select_related("session")
-           .only("version", "rendered", "session__id", "session__context_tokens", "session__context_messages",
-                 "session__compaction_count", "session__project_id").first())
+_VERSION_SQL = (
+    "SELECT c.version, c.updated_at FROM dashboard_sessioncontext c JOIN dashboard_session s ON s.id = c.session_id "
+    "WHERE c.session_id = %s AND s.project_id = %s")
+_CONTEXT_SQL = (
+    "SELECT c.version, c.updated_at, c.rendered, s.context_tokens, s.context_messages, s.compaction_count "
+    "FROM dashboard_sessioncontext c JOIN dashboard_session s ON s.id = c.session_id "
+    "WHERE c.session_id = %s AND s.project_id = %s")
+
+# Encoded response bodies of recently read contexts, per process: {session id: ((version,
+# updated_at), body)}. Every read still asks the database for the current version (a small
+# indexed row), so a body is served only while it is current, whichever process wrote.
+_BODIES: "OrderedDict[int, tuple[tuple, bytes]]" = OrderedDict()
+_BODIES_LOCK = threading.Lock()
+_BODIES_MAX_BYTES = 64 * 1024 * 1024
+
+
+def context_json(project_id: int, session_id: int) -> tuple[bytes, int] | None:
+    """The context response body and its version. This is the hot path of an agent loop
+    (one call per model call): one small query when the body is cached, else one row
+    fetch whose stored message list is spliced in as it is (no parse, no
+    re-serialisation)."""
+    with connection.cursor() as cur:
+        cur.execute(_VERSION_SQL, [session_id, project_id])
+        row = cur.fetchone()
+        if row is None:
+            return None
+        stamp = (row[0], str(row[1]))
+        with _BODIES_LOCK:
+            hit = _BODIES.get(session_id)
+            if hit is not None and hit[0] == stamp:
+                _BODIES.move_to_end(session_id)
+                return hit[1], row[0]
+        cur.execute(_CONTEXT_SQL, [session_id, project_id])
+        row = cur.fetchone()
     if row is None:
         return None
-    s = row.session
-    head = {"session_id": s.pk, "version": row.version, "tag": context_tag(s.pk, row.version),
-            "tokens": s.context_tokens, "message_count": s.context_messages, "compactions": s.compaction_count}
-    text = json.dumps(head, separators=(",", ":"))
-    return text[:-1] + ',"messages":' + row.rendered + "}", row.version
+    version, updated_at, rendered, tokens, messages, compactions = row
+    head = (f'{{"session_id":{int(session_id)},"version":{int(version)},'
+            f'"tag":"{context_tag(session_id, version)}","tokens":{tokens},'
+            f'"message_count":{int(messages)},"compactions":{int(compactions)},"messages":')
+    body = (head + rendered + "}").encode("utf-8")
+    with _BODIES_LOCK:
+        _BODIES[session_id] = ((version, str(updated_at)), body)
+        _BODIES.move_to_end(session_id)
+        total = sum(len(b) for _, b in _BODIES.values())
+        while total > _BODIES_MAX_BYTES and len(_BODIES) > 1:
+            _, (_, dropped) = _BODIES.popitem(last=False)
+            total -= len(dropped)
+    return body, version
 
 
 def context_tag(session_id: int, version: int) -> str:

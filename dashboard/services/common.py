@@ -1,26 +1,12 @@
 """Small helpers shared by the services: token counters, text clean-up, timestamps."""
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timezone
 
-from compaction.tokens import CATEGORIES, MessageCounter, make_counter
-
-_COUNTERS: dict[tuple, MessageCounter] = {}
-_LOCK = threading.Lock()
-
-
-def counter_for(policy) -> MessageCounter:
-    """One MessageCounter per tokenizer per process, so its content-hash cache is shared by
-    every request and run in the process."""
-    kind = policy.counter
-    base = make_counter(kind, model=policy.model, encoding=policy.encoding, chars_per_token=policy.chars_per_token)
-    key = (kind, base.name)
-    with _LOCK:
-        mc = _COUNTERS.get(key)
-        if mc is None:
-            mc = _COUNTERS[key] = MessageCounter(base)
-        return mc
+# One MessageCounter per tokenizer per process (the engine keeps them), so its
+# content-hash cache is shared by every request, run and simulation in the process.
+from compaction.compactor import counter_for  # noqa: F401
+from compaction.tokens import CATEGORIES
 
 
 def empty_totals() -> dict:

@@ -479,7 +479,8 @@ def recover(stale_after: float | None = None) -> dict:
             counts["requeued"] += 1
     # Queued runs whose message may be gone (a broker that lost it, a worker killed while
     # holding it): re-send when nothing executes on their session.
-    for run in list(CompactionRun.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=cutoff)
+    resend_cutoff = now() - timedelta(seconds=settings.RUN_RESEND_AFTER)
+    for run in list(CompactionRun.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=resend_cutoff)
                     .select_related("session").order_by("id")):
         if run.session.active_run_id is not None:
             continue

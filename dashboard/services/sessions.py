@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from compaction.context import render_messages
 from compaction.errors import SessionValidationError
 from compaction.formats import FORMATS, ImportedSession, convert, convert_many, detect_format
-from compaction.messages import CallTracker, Message as EngineMessage, Provenance, content_hash, original_id
+from compaction.messages import CallTracker, Message as EngineMessage, Provenance, original_id
 from compaction.messages import validate_message, validate_tools
 from compaction.triggers import ConditionResult, TriggerState, evaluate
 from compaction.windows import resolve_window

@@ -1,7 +1,6 @@
 """A real agent transcript from the shared corpus, grown message by message under a policy
 that compacts it a few times, renders cleanly on every page. The screenshots it takes are
 the ones in docs/screenshots/ (copy them from test-artifacts/docs/ after a UI change)."""
-import shutil
 
 import pytest
 

@@ -63,7 +63,7 @@ def test_load_more_appends_the_next_page_of_the_transcript(page, signed_in, cons
     page.goto(signed_in(f"/sessions/{grown.pk}/"))
     settle(page)
     assert page.locator("#transcript-body article.msg").count() == 50
-    page.click("#transcript-next button")
+    page.click("#transcript-next a[role=button]")
     page.wait_for_selector("#msg-99")
     assert page.locator("#transcript-body article.msg").count() == 100
     console.assert_clean()

@@ -48,7 +48,7 @@ def small(project):
 @pytest.fixture
 def grown(project, django_capture_on_commit_callbacks):
     """A session that grew message by message with auto compaction: several runs fired."""
-    s = factories.grow(project, factories.agent_messages(40, tag="g"), title="grown session",
+    s = factories.grow(project, factories.agent_messages(30, tag="g"), title="grown session",
                        capture=django_capture_on_commit_callbacks)
     assert s.compaction_count >= 2, "the test policy should have compacted this session"
     return s

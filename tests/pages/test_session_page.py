@@ -28,7 +28,7 @@ def test_the_timeline_has_a_bar_per_message_a_line_per_model_call_markers_and_th
     assert set(data["categories"]) >= {"user", "assistant", "tool_calls", "tool_results", "system"}
     assert all(len(s) == n for s in data["series"])
     calls = [i for i, v in enumerate(data["context"]) if v is not None]
-    assert len(calls) == sum(data["calls"]) == 80  # one per assistant message
+    assert len(calls) == sum(data["calls"]) == 60  # one per assistant message
     runs = list(CompactionRun.objects.filter(session=grown, status="succeeded").order_by("id"))
     assert [m["run"] for m in data["markers"]] == [r.pk for r in runs]
     assert {m["tokens_before"] for m in data["markers"]} == {r.tokens_before["total"] for r in runs}
@@ -75,9 +75,9 @@ def test_the_transcript_is_paged_with_load_more(web, grown):
 
 
 def test_around_opens_the_page_holding_a_message(web, grown):
-    r = web.get(reverse("pages:transcript", args=[grown.pk]), {"around": 130}, HTTP_HX_REQUEST="true")
+    r = web.get(reverse("pages:transcript", args=[grown.pk]), {"around": 110}, HTTP_HX_REQUEST="true")
     html = r.content.decode()
-    assert 'id="msg-130"' in html and 'id="transcript-prev"' in html
+    assert 'id="msg-110"' in html and 'id="transcript-prev"' in html
 
 
 def test_messages_evicted_by_a_run_point_to_their_archived_original(web, grown):

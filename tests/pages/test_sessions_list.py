@@ -79,3 +79,33 @@ def test_without_a_project_the_page_offers_to_create_one(web, db):
     web.post(reverse("pages:create-project"), {"name": "first"})
     html = web.get(reverse("pages:sessions")).content.decode()
     assert "Upload sessions" in html and ">first</option>" in html
+
+
+def test_the_over_threshold_filter_agrees_with_the_trigger_check(web, project):
+    """The filter is a query over stored totals; it must say what check_trigger says."""
+    from compaction import Policy
+    from dashboard.models import Session
+    from dashboard.services.policies import create_policy, set_session_policy
+    from dashboard.services.sessions import check_trigger
+
+    policies = [
+        {"trigger": {"kind": "window_fraction", "fraction": 0.05}, "reserved_output_tokens": 4096},
+        {"trigger": {"kind": "messages", "threshold": 30}},
+        {"trigger": {"kind": "any", "conditions": [{"kind": "tokens", "threshold": 20_000},
+                                                    {"kind": "messages_since_summary", "threshold": 60}]}},
+        {"trigger": {"kind": "all", "conditions": [{"kind": "tokens", "threshold": 3000},
+                                                    {"kind": "messages", "threshold": 50}]}},
+        {"trigger": {"kind": "window_fraction_since_summary", "fraction": 0.04}, "context_window": 100_000},
+    ]
+    made = []
+    for k, data in enumerate(policies):
+        row = create_policy(project, f"p{k}", Policy.load(data))
+        for turns in (3, 8, 16):
+            s = factories.import_messages(project, factories.agent_messages(turns, tag=f"{k}-{turns}"),
+                                          title=f"p{k} {turns} turns")
+            set_session_policy(s, row)
+            made.append(s)
+    expected = sorted(str(s.pk) for s in Session.objects.filter(pk__in=[m.pk for m in made]) if check_trigger(s).fired)
+    assert 0 < len(expected) < len(made)
+    found = rows(web.get(reverse("pages:sessions"), {"over": "1"}).content.decode())
+    assert sorted(found) == expected

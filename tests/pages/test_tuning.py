@@ -132,3 +132,12 @@ def test_without_htmx_the_form_posts_to_a_full_page(web, grown):
     r = web.post(reverse("pages:tuning-preview", args=[grown.pk]), form(grown))
     html = r.content.decode()
     assert "<html" in html and 'data-testid="preview-result"' in html
+
+
+def test_every_preset_simulates_without_error(web, grown):
+    from compaction import PRESETS
+
+    for name in PRESETS:
+        html = preview(web, grown, form(grown, preset=name))
+        assert 'data-testid="tuning-errors"' not in html, (name, html.split('data-testid="tuning-errors"', 1)[1][:500])
+        assert 'data-testid="preview-result"' in html, name

@@ -282,6 +282,7 @@ def start_worker(transactional_db, tmp_path, request):
             "RUN_HEARTBEAT_INTERVAL": "0.3",
             "RUN_STALE_AFTER": "2",
             "RUN_RECOVERY_INTERVAL": "0.5",
+            "RUN_RESEND_AFTER": "3",
             "CS_TEST_LLM_KEY": "test-key",
             "CELERY_TASK_ALWAYS_EAGER": "0",
         })

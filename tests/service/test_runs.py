@@ -181,3 +181,47 @@ def test_a_second_forced_run_folds_the_previous_summary(api):
     replay = api.get(f"/api/sessions/{sid}/archive/replay").json()
     assert replay["matches_history"] is True
     assert replay["count"] == api.get(f"/api/sessions/{sid}").json()["message_count"]
+
+
+def _stale(run_id: int) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    CompactionRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now() - timedelta(minutes=10))
+
+
+def test_a_run_whose_worker_died_is_queued_again_and_completes_once(api, small_session,
+                                                                     django_capture_on_commit_callbacks):
+    session = Session.objects.get(pk=small_session["id"])
+    run = CompactionRun.objects.create(project_id=session.project_id, session=session, trigger="api", force=True,
+                                       policy_snapshot=llm_policy_stub())
+    assert run_service.claim(run.pk).state == "claimed"  # ...and the worker dies here
+    _stale(run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        counts = run_service.recover()
+    assert counts["requeued"] == 1
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.deliveries == 2
+    assert Session.objects.get(pk=session.pk).compaction_count == 1
+    kinds = list(run.events.values_list("kind", flat=True))
+    assert kinds.count("requeued") == 1 and kinds.count("succeeded") == 1
+
+
+def test_a_run_that_keeps_losing_its_worker_fails_and_leaves_the_session_unchanged(api, small_session, settings,
+                                                                                   django_capture_on_commit_callbacks):
+    settings.RUN_MAX_DELIVERIES = 2
+    session = Session.objects.get(pk=small_session["id"])
+    before = api.get(f"/api/sessions/{session.pk}/context").json()
+    run = CompactionRun.objects.create(project_id=session.project_id, session=session, trigger="api", force=True,
+                                       policy_snapshot=llm_policy_stub())
+    for _ in range(2):
+        CompactionRun.objects.filter(pk=run.pk).update(status="queued")
+        assert run_service.claim(run.pk).state == "claimed"
+        _stale(run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert run_service.recover()["failed"] == 1
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error_kind == "worker_lost" and "2 times" in run.error
+    assert api.get(f"/api/sessions/{session.pk}/context").json() == before
+    assert Session.objects.get(pk=session.pk).active_run_id is None

@@ -38,10 +38,13 @@ class Command(BaseCommand):
         project, _ = get_or_create_project(opts["project"])
         bar = None
         if not opts["no_progress"]:
-            from tqdm import tqdm  # noqa: PLC0415
-
-            bar = tqdm(total=len(files), unit="file", file=sys.stderr, dynamic_ncols=True,
-                       disable=not sys.stderr.isatty() and opts["verbosity"] < 2)
+            show = sys.stderr.isatty() or opts["verbosity"] >= 2
+            try:
+                from tqdm import tqdm  # noqa: PLC0415  (installed with litellm's openai client)
+            except ImportError:
+                bar = _Plain(len(files), self.stderr) if show else None
+            else:
+                bar = tqdm(total=len(files), unit="file", file=sys.stderr, dynamic_ncols=True, disable=not show)
         imported = skipped = 0
         failures: list[str] = []
         outer = transaction.atomic() if opts["all_or_nothing"] else _Null()
@@ -93,6 +96,23 @@ class Command(BaseCommand):
             else:
                 raise CommandError(f"{p}: no such file or directory")
         return out
+
+
+class _Plain:
+    """Progress lines for when tqdm is not installed."""
+
+    def __init__(self, total: int, out):
+        self.total, self.n, self.out = total, 0, out
+
+    def set_postfix_str(self, text: str) -> None:
+        self.name = text
+
+    def update(self, k: int) -> None:
+        self.n += k
+        self.out.write(f"{self.n}/{self.total} file(s) {getattr(self, 'name', '')}")
+
+    def close(self) -> None:
+        pass
 
 
 class _Null:

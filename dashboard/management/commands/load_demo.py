@@ -72,5 +72,5 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(f"Project:  {project.name}")
         self.stdout.write(f"API key:  {key}")
-        self.stdout.write(f"Login:    {user.username} / {password}   (http://127.0.0.1:8000/admin/)")
+        self.stdout.write(f"Login:    {user.username} / {password}   (sign in at /admin/login/ on the web server)")
         self.stdout.write(f"(kept in {creds_path})")
