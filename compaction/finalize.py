@@ -99,6 +99,8 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     t = texts(fin.language)
     picked: list[Message] = []
     for m in reversed(inp.evicted):
+        if len(picked) >= fin.preserve_user_max_messages:
+            break
         if m.role != "user" or m.provenance not in (Provenance.ORIGINAL, Provenance.PRESERVED):
             continue
         cost = inp.counter.count(m).total

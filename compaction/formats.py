@@ -287,9 +287,17 @@ def _finish(messages: list[dict], origins: list[str] | None, tools: list[dict], 
         tools=tools,
         title=str(title) if title not in (None, "") else _first_user_title(messages),
         external_id=str(external_id) if external_id not in (None, "") else None,
-        model=str(model) if model not in (None, "") else None,
+        model=_model_name(model),
         format=fmt,
     )
+
+
+def _model_name(model: Any) -> str | None:
+    """A model name from metadata: a string, or the first of a list (sessions that switched
+    models record all of them)."""
+    if isinstance(model, (list, tuple)):
+        model = next((m for m in model if isinstance(m, str) and m), None)
+    return str(model) if model not in (None, "") else None
 
 
 # -- openai -----------------------------------------------------------------------------

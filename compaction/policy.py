@@ -157,6 +157,7 @@ class FinalizePolicy(_Strict):
     acknowledgement: bool = Field(True, description="Add the short assistant acknowledgement after a user-mode summary (keeps roles alternating).")
     preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span.")
     preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window).")
+    preserve_user_max_messages: int = Field(4, ge=0, description="At most this many user messages are re-inserted (the most recent ones), so a chat of many short turns still shrinks.")
     skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
     archive_hint: bool = Field(True, description="Name the archive entry in the summary so the agent can recover originals.")
     language: str = Field("en", description="Language of the texts the engine writes into a context.")

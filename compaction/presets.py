@@ -48,7 +48,7 @@ def _eino() -> dict:
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore"},
         "summarizer": {"retry": {"max_retries": 0}},
         "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": True,
-                     "preserve_user_max_tokens": 160_000 // 3},
+                     "preserve_user_max_tokens": 160_000 // 3, "preserve_user_max_messages": 10_000},
         "reduction": _reduction("eino_reduction").model_dump(mode="json"),
     }
 

@@ -182,3 +182,23 @@ def test_an_llm_summary_over_http_with_a_retry_and_a_failover_lands_in_the_conte
     assert out.prompt == sent["messages"]
     gen = [e for e in out.events if e["type"] == "generate_summary"]
     assert len(gen) == 3 and gen[0]["error"] and gen[-1]["error"] is None
+
+
+def test_a_chat_of_many_short_turns_still_shrinks_when_forced_repeatedly():
+    s = CompactionSession(small_policy(cut={"keep_messages": 4}), session_id="short")
+    originals = []
+    for i in range(40):
+        originals += [{"role": "user", "content": f"short question {i} about the build"},
+                      {"role": "assistant", "content": f"short answer {i}: run make again"}]
+    s.extend(originals)
+    sizes = []
+    for _ in range(3):
+        out = s.compact(force=True)
+        if out:
+            sizes.append(out.messages_after)
+        turn = [{"role": "user", "content": "one more question"}, {"role": "assistant", "content": "one more answer"}]
+        s.extend(turn)
+        originals += turn
+    assert sizes and max(sizes) <= 2 + 4 + 4  # summary + ack, at most 4 preserved users, tail of 4
+    assert len([m for m in s.live.messages if m.provenance is Provenance.PRESERVED]) <= 4
+    assert canonical_json(s.replay()) == canonical_json(originals)

@@ -406,3 +406,11 @@ def test_empty_inputs_are_rejected(payload, fmt):
     with pytest.raises(SessionValidationError) as err:
         convert(payload, format=fmt, source="empty.txt")
     assert err.value.fault == "empty" and str(err.value).startswith("empty.txt: ")
+
+
+def test_a_list_of_models_in_metadata_names_the_first_one():
+    from compaction.formats import convert
+
+    session = {"messages": [{"role": "user", "content": "hi"}],
+               "meta": {"model": ["claude-opus-4-5-20251101", "claude-haiku"]}}
+    assert convert(session).model == "claude-opus-4-5-20251101"
