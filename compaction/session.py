@@ -21,20 +21,10 @@ from .triggers import LazyTrigger, compile_condition, usable_window
 
 
 def reduction_due(policy: Policy, total_tokens: int, window: int) -> bool:
-    """O(1): passes and force-clean lists act before every call; clearing once the context
-    is over its own threshold (tokens, or a share of the usable window)."""
-    red = policy.reduction
-    if not red.enabled:
-        return False
-    if red.passes.enabled or red.force_clean_tools:
-        return True
-    clearing = red.clearing
-    if not clearing.enabled:
-        return False
-    usable = usable_window(window, policy.reserved_output_tokens)
-    if clearing.trigger_tokens is not None and total_tokens > clearing.trigger_tokens:
-        return True
-    return clearing.trigger_fraction is not None and total_tokens > clearing.trigger_fraction * usable
+    """O(1): whether tool-output reduction has anything to consider before the next call."""
+    from .reduction.pipeline import clearing_due  # noqa: PLC0415
+
+    return clearing_due(policy.reduction, total_tokens, usable_window(window, policy.reserved_output_tokens))
 
 
 class CompactionSession:
