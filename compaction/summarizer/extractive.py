@@ -501,6 +501,11 @@ def _requests(events: list[Event], prev: dict[str, list[str]]) -> list[Item]:
             text = "Request:" + text[len("Latest request:"):]
         top = text.startswith("Task:")
         items.append(Item(text, (6 if top else 3, k), -1000 + k, key=text))
+    # A re-inserted copy of the task statement comes back in every later span: it is the
+    # task, not a new request, so it must not be listed again as "Latest request".
+    task_head = next((" ".join(t[len("Task:"):].split())[:100] for t in prev_items if t.startswith("Task:")), None)
+    if task_head:
+        users = [e for e in users if " ".join(squash(e.text, 140).split())[:100] != task_head]
     for pos, ev in enumerate(users):
         first, last = pos == 0, pos == len(users) - 1
         if first and not has_task:
