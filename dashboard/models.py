@@ -177,6 +177,8 @@ class Message(models.Model):
     tokens = models.PositiveIntegerField()
     tokens_by_category = JSONTextField(default=dict)
     content_hash = models.CharField(max_length=64)
+    filter_key = models.CharField(max_length=255, null=True, blank=True, db_index=True,
+                                  help_text="Branch filter key ('app/tool/...'), or null for the whole session only.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -203,6 +205,13 @@ class SessionContext(models.Model):
     version = models.PositiveIntegerField(default=0)
     items = models.TextField(default="[]")
     rendered = models.TextField(default="[]")
+    # [seed parity] the message list the context endpoint last served (the prefix of the
+    # agent's next model request), for cache-safe summary requests; and its version.
+    served = models.TextField(blank=True, default="")
+    served_version = models.PositiveIntegerField(null=True, blank=True)
+    # [seed parity] branch summaries: compaction.branches.MemorySummaryStore.to_dict() plus
+    # "position" (messages of the history the last refresh looked at).
+    branch_summaries = JSONTextField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
 
     def load_items(self) -> list[dict]:
@@ -257,6 +266,13 @@ class CompactionRun(models.Model):
     result = JSONTextField(default=dict, help_text="Other outcome figures: cut, notes, reduction counts.")
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=100, blank=True)
+
+    # [seed parity]
+    filter_key = models.CharField(max_length=255, blank=True, help_text="Filter key whose messages triggered the run.")
+    inline = models.BooleanField(default=False, help_text="Executed synchronously in the request (not enqueued).")
+    inline_reason = models.TextField(blank=True)
+    request_mode = models.CharField(max_length=20, blank=True, help_text="Summary request: cache_safe or standalone.")
+    request_mode_reason = models.TextField(blank=True)
 
     class Meta:
         indexes = [

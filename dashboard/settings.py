@@ -200,6 +200,11 @@ RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)
 # A queued run whose session is idle and whose task was sent this long ago is sent again
 # (its message may be lost: the filesystem broker drops what a killed worker had reserved).
 RUN_RESEND_AFTER = env_float("RUN_RESEND_AFTER", 300.0)
+# Sync fallback (seed parity): a run whose task cannot be enqueued (broker down, or more
+# than RUN_QUEUE_MAX runs waiting; 0 = no limit) executes inline in the request. Publishing
+# is retried RUN_ENQUEUE_RETRIES times (0.2-0.5 s apart) before falling back.
+RUN_QUEUE_MAX = env_int("RUN_QUEUE_MAX", 0)
+RUN_ENQUEUE_RETRIES = env_int("RUN_ENQUEUE_RETRIES", 2)
 
 # -- Celery ------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"

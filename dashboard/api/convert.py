@@ -36,11 +36,14 @@ def trigger_out(result) -> dict | None:
 def run_ref(run: CompactionRun | None, created: bool) -> dict | None:
     if run is None:
         return None
-    return {"run_id": run.pk, "status": run.status, "status_url": f"/api/runs/{run.pk}", "created": created}
+    # The run may have executed inline since it was created (sync fallback): read it again.
+    fresh = CompactionRun.objects.filter(pk=run.pk).values("status", "inline").first() or {}
+    return {"run_id": run.pk, "status": fresh.get("status", run.status), "status_url": f"/api/runs/{run.pk}",
+            "created": created, "inline": bool(fresh.get("inline", run.inline))}
 
 
 def message_out(m: Message) -> dict:
-    return {"position": m.position, "role": m.role, "message": m.raw, "tokens": m.tokens,
+    return {"position": m.position, "role": m.role, "message": m.raw, "filter_key": m.filter_key, "tokens": m.tokens,
             "tokens_by_category": m.tokens_by_category, "content_hash": m.content_hash, "created_at": m.created_at}
 
 
@@ -54,6 +57,8 @@ def run_out(r: CompactionRun) -> dict:
         "policy_version": r.policy_version, "tokens_before": r.tokens_before, "tokens_after": r.tokens_after,
         "messages_before": r.messages_before, "messages_after": r.messages_after, "model": r.model,
         "error": r.error, "error_kind": r.error_kind, "archive_refs": r.archive_refs or [],
+        "filter_key": r.filter_key or None, "inline": r.inline, "inline_reason": r.inline_reason,
+        "request_mode": r.request_mode or None, "request_mode_reason": r.request_mode_reason,
         "url": f"/api/runs/{r.pk}",
     }
 

@@ -12,7 +12,7 @@ from ..selectors import policies as sel
 from ..services import policies as service
 from . import convert
 from .errors import ERROR_CODES
-from .schemas import (MAX_ID, ActivePolicyIn, ActivePolicyOut, Error, PolicyIn, PolicyOut, PolicyPage,
+from .schemas import (MAX_ID, ActivePolicyIn, ActivePolicyOut, Error, HooksOut, PolicyIn, PolicyOut, PolicyPage,
                       PolicyUpdateIn, PolicyVersionOut, PresetOut)
 
 router = Router(tags=["policies"])
@@ -102,3 +102,15 @@ def presets(request):
         p = get_preset(name)
         out.append({"name": name, "description": p.description, "policy": p.to_json()})
     return out
+
+
+@router.get("/hooks", response={200: HooksOut, **ERR}, summary="Registered hooks and languages")
+def hooks(request):
+    """What a policy's `hooks` section may name (by kind) and the languages `language` accepts.
+    Hooks are Python callables registered with `compaction.hooks.register_hook`; a policy
+    naming an unregistered one is refused with 422 naming the field."""
+    from compaction import locales  # noqa: PLC0415
+    from compaction.hooks import KINDS, list_hooks  # noqa: PLC0415
+
+    return {"kinds": list(KINDS), "hooks": list_hooks(),
+            "languages": [{"code": c, "name": locales.display_name(c)} for c in locales.available()]}

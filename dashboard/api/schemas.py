@@ -65,6 +65,8 @@ class RunRef(Schema):
     status: str
     status_url: str
     created: bool = Field(description="True when this request queued the run; false when it reports a run already pending.")
+    inline: bool = Field(False, description="The run could not be enqueued (broker down, queue full) and executed "
+                                            "synchronously in this request; `status` is then final.")
 
 
 # -- sessions ----------------------------------------------------------------------------
@@ -82,6 +84,9 @@ class SessionImportIn(Input):
         None, description="The agent's model (sets the tokenizer and context window when the policy names none).")
     format: Optional[Format] = Field(None, description="Input format; detected when omitted.")
     auto_compact: bool = Field(True, description="Check the trigger after import and queue a run when it fires.")
+    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(
+        None, description="Branch filter key ('app/tool') of every message that carries none of its own "
+                          "(a message may carry `filter_key` beside its fields).")
 
 
 class SessionOut(Schema):
@@ -137,8 +142,11 @@ class ImportOut(Schema):
 
 
 class AppendIn(Input):
-    messages: list[dict[str, Any]] = Field(min_length=1, description="OpenAI chat messages, in order.")
+    messages: list[dict[str, Any]] = Field(min_length=1, description="OpenAI chat messages, in order; each may "
+                                                                      "carry a `filter_key` ('app/tool') beside its fields.")
     auto_compact: bool = Field(True, description="Check the trigger and queue a run when it fires.")
+    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(
+        None, description="Branch filter key of every message that carries none of its own.")
 
 
 class ContextSummary(Schema):
@@ -161,6 +169,7 @@ class MessageOut(Schema):
     position: int
     role: str
     message: dict[str, Any]
+    filter_key: Optional[str] = None
     tokens: int
     tokens_by_category: dict[str, int]
     content_hash: str
@@ -194,6 +203,7 @@ class ForceIn(Input):
     overrides: Optional[dict[str, Any]] = Field(None, description='Dotted settings, e.g. {"cut.keep_messages": 4}.')
     policy: Optional[dict[str, Any]] = Field(None, description="A whole policy to use instead of the session's.")
     preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="A preset name instead of the session's policy.")
+    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(None, description="Branch whose summary the run refreshes first.")
 
 
 class Progress(Schema):
@@ -225,6 +235,11 @@ class RunOut(Schema):
     error: str
     error_kind: str
     archive_refs: list[str]
+    filter_key: Optional[str] = Field(None, description="Filter key whose messages triggered the run.")
+    inline: bool = Field(False, description="Executed synchronously in the request that needed it (sync fallback).")
+    inline_reason: str = Field("", description="Why it could not be enqueued.")
+    request_mode: Optional[str] = Field(None, description="Summary request: cache_safe or standalone (null: none sent).")
+    request_mode_reason: str = Field("", description="Why that request mode.")
     url: str
 
 
@@ -255,6 +270,40 @@ class RunDetailOut(RunOut):
 class RunPage(Schema):
     items: list[RunOut]
     next_cursor: Optional[str]
+
+
+# -- branch summaries ---------------------------------------------------------------------------
+
+class BranchSummaryOut(Schema):
+    key: str = Field(description="Filter key; empty for the whole-session summary.")
+    text: str
+    covered: int
+    messages: int
+    model: Optional[str] = None
+    extractive: bool = False
+    updated_at: float
+    version: int
+    run_id: Optional[str] = None
+
+
+class BranchKeyOut(Schema):
+    key: str
+    version: int
+    messages: int
+    covered: int
+    updated_at: float
+    run_id: Optional[str] = None
+    model: Optional[str] = None
+
+
+class BranchSummariesOut(Schema):
+    session_id: int
+    requested: str = Field(description="The key asked for (normalised; empty: the whole session).")
+    used: Optional[str] = Field(description="The key whose summary is served; null when there is none.")
+    fallback: Literal["exact", "whole_session", "any", "none"]
+    summary: Optional[BranchSummaryOut]
+    keys: list[BranchKeyOut]
+    position: int = Field(description="Messages of the history the last refresh looked at.")
 
 
 # -- archive -------------------------------------------------------------------------------
@@ -383,6 +432,24 @@ class ActivePolicyOut(Schema):
     policy: Optional[PolicyOut]
     effective: dict[str, Any] = Field(description="The settings new runs get (the active policy or the service default).")
     source: Literal["policy", "default"]
+
+
+class HookOut(Schema):
+    kind: str
+    name: str
+    description: str
+    builtin: bool
+
+
+class LanguageOut(Schema):
+    code: str
+    name: str
+
+
+class HooksOut(Schema):
+    kinds: list[str]
+    hooks: list[HookOut]
+    languages: list[LanguageOut]
 
 
 class PresetOut(Schema):

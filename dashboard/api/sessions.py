@@ -16,9 +16,11 @@ from ..services import NotFound, runs as run_service
 from ..services import sessions as service
 from ..services.policies import apply_service_defaults, build_policy, effective_policy
 from ..services.policies import set_session_policy
+from ..services import Invalid
+from ..services.branches import clean_key, retrieve_for, split_filter_keys
 from . import convert
 from .errors import ERROR_CODES
-from .schemas import (MAX_ID, AppendIn, AppendOut, ContextOut, Error, ForceIn, ImportOut, MessagePage, RunPage,
+from .schemas import (MAX_ID, AppendIn, BranchSummariesOut, AppendOut, ContextOut, Error, ForceIn, ImportOut, MessagePage, RunPage,
                       RunRef, SessionDetailOut, SessionImportIn, SessionPage, SessionPolicyIn, SimulateIn,
                       SimulateOut)
 
@@ -37,10 +39,18 @@ def _session(request, session_id: int):
 @router.post("/sessions", response={201: ImportOut, **ERR}, summary="Import a session")
 def import_session(request, body: SessionImportIn):
     """Import one session (OpenAI chat JSON or JSONL, Anthropic Messages, Claude Code JSONL).
-    Atomic: an invalid session writes nothing and the error names the index or line and the fault."""
-    imported = service.convert_payload(body.messages, tools=body.tools, system=body.system, format=body.format,
+    Atomic: an invalid session writes nothing and the error names the index or line and the fault.
+    OpenAI-format messages may carry a `filter_key` beside them (branch summaries)."""
+    messages, keys = split_filter_keys(body.messages, body.filter_key)
+    imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
                                        title=body.title, external_id=body.external_id, model=body.model)
-    result = service.import_session(request.auth, imported, auto_compact=body.auto_compact)
+    if keys is None and body.filter_key:
+        keys = [clean_key(body.filter_key)] * len(imported.messages)
+    elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
+        raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
+                      f"messages (format {imported.format!r}, {len(keys)} messages given, "
+                      f"{len(imported.messages)} converted)")
+    result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys)
     session = sel.get_session(request.auth.pk, result.session.pk)
     return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
                  "compaction": convert.run_ref(result.run, result.run_created)}
@@ -77,9 +87,13 @@ def put_session_policy(request, session_id: SessionId, body: SessionPolicyIn):
 @router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERR}, summary="Append messages")
 def append_messages(request, session_id: SessionId, body: AppendIn):
     """Append messages to the history and the live context. The trigger is checked on the
-    stored totals; when it fires a run is queued and `compaction` says which."""
+    stored totals; when it fires a run is queued and `compaction` says which. When the run
+    cannot be enqueued (broker down, queue full) it runs inline before this answers:
+    `compaction.inline` is true and `compaction.status` final. Each message may carry a
+    `filter_key` beside it (`app/tool`), else the body's `filter_key` applies."""
     session = _session(request, session_id)
-    result = service.append_messages(session, body.messages, auto_compact=body.auto_compact)
+    messages, keys = split_filter_keys(body.messages, body.filter_key)
+    result = service.append_messages(session, messages, auto_compact=body.auto_compact, filter_keys=keys)
     s = result.session
     return 201, {
         "session_id": s.pk, "appended": len(result.positions), "positions": result.positions,
@@ -105,6 +119,8 @@ def get_context(request, session_id: SessionId):
     if found is None:
         raise NotFound(f"session {session_id} not found")
     body, version = found
+    # [seed parity] what was served is the prefix of the agent's next model request
+    service.record_served(session_id, version, (version, sel.context_stamp(session_id)))
     etag = f'"{sel.context_tag(session_id, version)}"'
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
@@ -114,14 +130,30 @@ def get_context(request, session_id: SessionId):
     return response
 
 
-@router.post("/sessions/{session_id}/compactions", response={202: RunRef, **ERR}, summary="Force a compaction")
+@router.post("/sessions/{session_id}/compactions", response={200: RunRef, 202: RunRef, **ERR},
+             summary="Force a compaction")
 def force_compaction(request, session_id: SessionId, body: ForceIn):
     """Queue a run that compacts whatever the trigger says. Returns at once (202) with the
-    run id; poll `status_url`."""
+    run id; poll `status_url`. When the run cannot be enqueued (broker down, queue full) it
+    executes inline in this request: 200 with `inline: true` and the final status."""
     session = _session(request, session_id)
     run = run_service.request_run(session, trigger=TriggerKind.API, force=True, reason=body.reason,
-                                  overrides=body.overrides, policy=body.policy, preset=body.preset)
-    return 202, convert.run_ref(run, True)
+                                  overrides=body.overrides, policy=body.policy, preset=body.preset,
+                                  filter_key=body.filter_key)
+    ref = convert.run_ref(run, True)
+    return (200 if ref["inline"] else 202), ref
+
+
+@router.get("/sessions/{session_id}/summaries", response={200: BranchSummariesOut, **ERR},
+            summary="Branch summaries: the one served for a filter key")
+def branch_summaries(request, session_id: SessionId,
+                     key: Annotated[Optional[str], param.Query(None, max_length=255,
+                                                               description="Filter key, e.g. app/tool; "
+                                                                           "empty: the whole session.")] = None):
+    """The summary an agent asking for `key` gets: that key's summary, else the whole-session
+    summary, else the newest of any key. `used` names the key served and `fallback` how
+    (`exact`, `whole_session`, `any`, `none`); `keys` lists every stored summary."""
+    return retrieve_for(_session(request, session_id), key)
 
 
 @router.get("/sessions/{session_id}/runs", response={200: RunPage, **ERR}, summary="Runs of a session (newest first)")

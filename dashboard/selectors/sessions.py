@@ -106,5 +106,12 @@ def context_json(project_id: int, session_id: int) -> tuple[bytes, int] | None:
     return body, version
 
 
+def context_stamp(session_id: int) -> tuple | None:
+    """(version, updated_at) of the context body last read by this process, or None."""
+    with _BODIES_LOCK:
+        hit = _BODIES.get(session_id)
+    return hit[0] if hit is not None else None
+
+
 def context_tag(session_id: int, version: int) -> str:
     return f"{session_id}-{version}"

@@ -22,6 +22,16 @@ def policy_invalid(exc: PolicyError) -> Invalid:
     return err
 
 
+def check_hooks(policy: EnginePolicy) -> EnginePolicy:
+    """Every hook the policy names is registered (compaction.hooks); else PolicyError naming
+    the field (``hooks.pre_summary.0``...). Policies are JSON and hooks are code, so a name is
+    checked against this process's registry when the policy is saved or a run requested."""
+    from compaction.hooks import resolve  # noqa: PLC0415
+
+    resolve(policy.hooks)
+    return policy
+
+
 def build_policy(policy: dict | None = None, preset: str | None = None,
                  overrides: dict[str, Any] | None = None) -> EnginePolicy:
     """A validated engine policy from a full dict, or a preset, plus dotted overrides."""
@@ -34,7 +44,7 @@ def build_policy(policy: dict | None = None, preset: str | None = None,
             base = EnginePolicy.load(policy or {})
         if overrides:
             base = base.with_overrides(overrides)
-        return base
+        return check_hooks(base)
     except PolicyError as exc:
         raise policy_invalid(exc) from None
 

@@ -43,7 +43,7 @@ from ..models import CompactionRun, RunEvent, RunStatus, Session, SessionContext
 from . import Invalid
 from .archive import BufferedArchive
 from .common import add_totals, counter_for, empty_totals, now, with_total
-from .policies import apply_service_defaults, build_policy, effective_policy, policy_invalid
+from .policies import apply_service_defaults, build_policy, check_hooks, effective_policy, policy_invalid
 
 log = logging.getLogger("dashboard.runs")
 
@@ -64,11 +64,20 @@ def pending_run(session: Session) -> CompactionRun | None:
 
 
 def request_run(session: Session, *, trigger: str = TriggerKind.API, force: bool = True, reason: str = "",
-                overrides: dict | None = None, policy: dict | None = None, preset: str | None = None) -> CompactionRun:
+                overrides: dict | None = None, policy: dict | None = None, preset: str | None = None,
+                filter_key: str | None = None) -> CompactionRun:
     """Create a queued run and enqueue its task once the transaction commits.
 
     The policy is the session's effective policy (or the given policy / preset), with
-    dotted ``overrides``; it is validated now (PolicyError -> 422) and snapshotted."""
+    dotted ``overrides``; it is validated now (PolicyError -> 422) and snapshotted.
+    ``filter_key``: the branch whose messages triggered the run (refreshed first).
+
+    When the task cannot be enqueued (broker down, queue full) the run executes inline,
+    in this process, as soon as the transaction commits (see :func:`enqueue`); the run
+    row then says ``inline`` and why."""
+    from .branches import clean_key  # noqa: PLC0415
+
+    filter_key = clean_key(filter_key, "filter_key")
     row = None
     if policy is not None or preset:
         engine_policy = apply_service_defaults(build_policy(policy, preset, overrides), session)
@@ -76,7 +85,7 @@ def request_run(session: Session, *, trigger: str = TriggerKind.API, force: bool
         engine_policy, row = effective_policy(session)
         if overrides:
             try:
-                engine_policy = engine_policy.with_overrides(overrides)
+                engine_policy = check_hooks(engine_policy.with_overrides(overrides))
             except PolicyError as exc:
                 raise policy_invalid(exc) from None
     with transaction.atomic():
@@ -84,16 +93,69 @@ def request_run(session: Session, *, trigger: str = TriggerKind.API, force: bool
             project_id=session.project_id, session_id=session.pk, trigger=trigger, reason=reason, force=force,
             policy=row, policy_version=row.version if row is not None else None,
             policy_snapshot=engine_policy.to_json(), overrides=overrides or {}, task_id=uuid.uuid4().hex,
-            enqueued_at=now(), progress_step="queued")
-        add_event(run.pk, "queued", {"trigger": trigger, "force": force, "reason": reason})
+            enqueued_at=now(), progress_step="queued", filter_key=filter_key or "")
+        add_event(run.pk, "queued", {"trigger": trigger, "force": force, "reason": reason,
+                                     **({"filter_key": filter_key} if filter_key else {})})
         transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
     return run
 
 
+class QueueFull(Exception):
+    """More runs are waiting than RUN_QUEUE_MAX allows."""
+
+
+def _enqueue_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "the task could not be handed to the broker"."""
+    from kombu.exceptions import OperationalError as KombuOperationalError  # noqa: PLC0415
+
+    errors: list[type[BaseException]] = [KombuOperationalError, ConnectionError, TimeoutError, OSError, QueueFull]
+    try:
+        from redis.exceptions import RedisError  # noqa: PLC0415  (OOM: "queue full" on a capped Redis)
+
+        errors.append(RedisError)
+    except ImportError:  # pragma: no cover - redis is a dependency of the Redis transport only
+        pass
+    return tuple(errors)
+
+
+def _check_queue_room(run_id: int) -> None:
+    limit = settings.RUN_QUEUE_MAX
+    if not limit:
+        return
+    waiting = CompactionRun.objects.filter(status=RunStatus.QUEUED).exclude(pk=run_id).count()
+    if waiting >= limit:
+        raise QueueFull(f"queue full: {waiting} runs are waiting (RUN_QUEUE_MAX={limit})")
+
+
 def enqueue(run_id: int, task_id: str) -> None:
+    """Send the run's task; when that fails (broker unreachable, queue full) execute the run
+    here and now instead, recorded the same way (run row, events) plus ``inline``."""
     from ..tasks import run_compaction  # noqa: PLC0415
 
-    run_compaction.apply_async(args=[run_id], task_id=task_id)
+    if _eager():
+        run_compaction.apply_async(args=[run_id], task_id=task_id)
+        return
+    try:
+        _check_queue_room(run_id)
+        run_compaction.apply_async(args=[run_id], task_id=task_id,
+                                   retry_policy={"max_retries": settings.RUN_ENQUEUE_RETRIES,
+                                                 "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5})
+    except _enqueue_errors() as exc:
+        reason = str(exc) if isinstance(exc, QueueFull) else f"broker unavailable: {type(exc).__name__}: {exc}"
+        log.warning("run %s could not be enqueued (%s); executing it inline", run_id, reason)
+        run_inline(run_id, reason)
+
+
+def run_inline(run_id: int, reason: str) -> str:
+    """Execute a queued run synchronously in this process (the sync fallback)."""
+    reason = reason[:2000]
+    CompactionRun.objects.filter(pk=run_id).update(inline=True, inline_reason=reason)
+    add_event(run_id, "inline", {"reason": reason})
+    state = execute(run_id)
+    if state == "busy":
+        add_event(run_id, "inline_deferred", {
+            "reason": "another run of this session is executing; this run stays queued and starts when it ends"})
+    return state
 
 
 # -- claiming ----------------------------------------------------------------------------------
@@ -106,6 +168,8 @@ class Claim:
     items: list[dict] = field(default_factory=list)
     tools: list[dict] = field(default_factory=list)
     last_message_at: float | None = None
+    parent_request: dict | None = None     # what GET .../context served last (cache-safe requests)
+    branches: dict | None = None           # the stored branch summaries
 
 
 def _fresh(run: CompactionRun) -> bool:
@@ -159,8 +223,14 @@ def claim(run_id: int) -> Claim:
         session.save(update_fields=["active_run_id"])
         add_event(run.pk, "started", {"snapshot_messages": len(items), "context_version": ctx.version,
                                       "delivery": run.deliveries}, run.deliveries)
+        parent = None
+        if ctx.served:
+            parent = {"messages": json.loads(ctx.served)}
+            if session.tools:
+                parent["tools"] = list(session.tools)
         return Claim("claimed", run, run.claim_token, items, list(session.tools or []),
-                     session.last_message_at.timestamp() if session.last_message_at else None)
+                     session.last_message_at.timestamp() if session.last_message_at else None,
+                     parent, ctx.branch_summaries or {})
 
 
 # -- executing ----------------------------------------------------------------------------------
@@ -226,10 +296,11 @@ def execute(run_id: int) -> str:
         compactor = Compactor(policy, archive=archive, session_id=str(run.session_id), counter=counter)
         messages = [EngineMessage.from_dict(i) for i in c.items]
         reporter = _Reporter(run.pk, token, delivery)
+        parent = c.parent_request if policy.summarizer.cache_safe else None
         try:
             outcome = compactor.compact(messages, tools=c.tools or None, force=run.force, run_id=str(run.pk),
                                         on_event=reporter.event, progress=reporter.progress,
-                                        last_message_at=c.last_message_at)
+                                        last_message_at=c.last_message_at, parent_request=parent)
         except SummaryError as exc:
             return fail(run, token, str(exc), "summary_error", attempts=[_attempt(a) for a in exc.attempts])
         except _soft_time_limit() as exc:
@@ -238,9 +309,11 @@ def execute(run_id: int) -> str:
         except Exception as exc:  # noqa: BLE001 - any engine fault is recorded on the run
             log.exception("run %s failed", run.pk)
             return fail(run, token, f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        mode = request_mode(policy, reporter, bool(outcome) and getattr(outcome, "summarized", False), c)
+        branches = _refresh_branches(run, c, policy, compactor, reporter, parent)
         if not outcome:
-            return skip(run, token, outcome.reason, outcome.trigger)
-        return commit(run, token, c.items, outcome, archive, counter, started)
+            return skip(run, token, outcome.reason, outcome.trigger, mode=mode, branches=branches)
+        return commit(run, token, c.items, outcome, archive, counter, started, mode=mode, branches=branches)
     except _soft_time_limit():
         return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while saving; "
                                 "the session is unchanged", "time_limit")
@@ -258,15 +331,58 @@ def _attempt(a: Any) -> dict:
     return _json_safe(a.to_dict() if hasattr(a, "to_dict") else a)
 
 
+def request_mode(policy, reporter: "_Reporter", summarized: bool, c: Claim) -> tuple[str, str]:
+    """(mode, why) of the run's summary request: ``cache_safe`` or ``standalone``, or ``""``
+    when the run sent none. The engine reports its choice as a ``summary_request`` event."""
+    event = reporter.summary_request
+    if event is not None and (event.get("filter_key") is None):
+        return str(event.get("mode") or "standalone"), str(event.get("reason") or "")
+    if not summarized:
+        return "", "no summary request in this run"
+    if not policy.summarizer.cache_safe:
+        return "standalone", "cache-safe requests are off in this policy (summarizer.cache_safe)"
+    if c.parent_request is None:
+        return "standalone", "no request prefix served yet (GET .../context was not called)"
+    return "standalone", "standalone summary request"
+
+
+def _refresh_branches(run: CompactionRun, c: Claim, policy, compactor, reporter: "_Reporter",
+                      parent: dict | None):
+    """Branch summaries of sessions that use filter keys (None otherwise). A fault here is
+    recorded and never fails the run."""
+    from . import branches as branch_service  # noqa: PLC0415
+
+    try:
+        reporter.progress("branches", {"filter_key": run.filter_key or None})
+        return branch_service.refresh(run.session_id, c.branches, policy, force=run.force, run_id=str(run.pk),
+                                      trigger_key=run.filter_key or None, parent_request=parent,
+                                      on_event=reporter.event, compactor=compactor,
+                                      last_message_at=c.last_message_at)
+    except _soft_time_limit():
+        raise
+    except Exception as exc:  # noqa: BLE001 - branch summaries are a side product of the run
+        log.exception("run %s: branch summaries failed", run.pk)
+        reporter.event({"type": "branch_summaries_failed", "error": f"{type(exc).__name__}: {exc}"})
+        return None
+
+
+def _save_branches(session_id: int, branches) -> None:
+    if branches is not None:
+        SessionContext.objects.filter(session_id=session_id).update(branch_summaries=branches.data)
+
+
 class _Reporter:
     """Writes engine events as RunEvent rows and progress (step, attempt) on the run."""
 
     def __init__(self, run_id: int, token: str, delivery: int):
         self.run_id, self.token, self.delivery = run_id, token, delivery
         self.attempt = 0
+        self.summary_request: dict | None = None
 
     def event(self, event: dict) -> None:
         kind = str(event.get("type") or "event")
+        if kind == "summary_request" and "filter_key" not in event:
+            self.summary_request = event
         try:
             add_event(self.run_id, kind, event, self.delivery)
             if kind == "generate_summary":
@@ -291,7 +407,7 @@ def _item(msg: EngineMessage, tokens) -> dict:
 
 
 def commit(run: CompactionRun, token: str, snapshot: list[dict], outcome, archive: BufferedArchive, counter,
-           started: float) -> str:
+           started: float, mode: tuple[str, str] = ("", ""), branches=None) -> str:
     """Install the compacted prefix, keep what was appended meanwhile, write the archive and
     the run's results: one transaction, or nothing."""
     with transaction.atomic():
@@ -367,6 +483,11 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict], outcome, archiv
         locked.appended_during_run = len(appended)
         locked.context_version_after = ctx.version
         locked.progress_step = "done"
+        locked.request_mode, locked.request_mode_reason = mode
+        if branches is not None:
+            locked.result["branches"] = _json_safe(branches.summary())
+            ctx.branch_summaries = branches.data
+            ctx.save(update_fields=["branch_summaries"])
         locked.save()
         add_event(locked.pk, "succeeded", {"messages_after": len(new_items), "appended_during_run": len(appended),
                                            "archive_refs": locked.archive_refs}, locked.deliveries)
@@ -391,11 +512,14 @@ def fail(run: CompactionRun, token: str, error: str, error_kind: str, attempts: 
     return _finish(run, token, RunStatus.FAILED, error=error, error_kind=error_kind, attempts=attempts)
 
 
-def skip(run: CompactionRun, token: str, reason: str, trigger: dict | None) -> str:
-    return _finish(run, token, RunStatus.SKIPPED, error=reason, error_kind="skipped", trigger=trigger)
+def skip(run: CompactionRun, token: str, reason: str, trigger: dict | None, mode: tuple[str, str] = ("", ""),
+         branches=None) -> str:
+    return _finish(run, token, RunStatus.SKIPPED, error=reason, error_kind="skipped", trigger=trigger, mode=mode,
+                   branches=branches)
 
 
-def _finish(run: CompactionRun, token: str, status: str, **fields) -> str:
+def _finish(run: CompactionRun, token: str, status: str, mode: tuple[str, str] = ("", ""), branches=None,
+            **fields) -> str:
     with transaction.atomic():
         session = Session.objects.select_for_update().filter(pk=run.session_id).first()
         locked = CompactionRun.objects.select_for_update().filter(pk=run.pk).first()
@@ -403,6 +527,10 @@ def _finish(run: CompactionRun, token: str, status: str, **fields) -> str:
             return "missing"
         if locked.claim_token != token or locked.status != RunStatus.RUNNING:
             return "lost"
+        locked.request_mode, locked.request_mode_reason = mode
+        if branches is not None:
+            locked.result = {**(locked.result or {}), "branches": _json_safe(branches.summary())}
+            _save_branches(session.pk, branches)
         _finish_locked(session, locked, status, **fields)
     return status
 

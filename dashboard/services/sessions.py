@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 
 from compaction.context import render_messages
 from compaction.errors import SessionValidationError
@@ -156,16 +156,35 @@ def _tool_names(raw: dict) -> str:
     return clean_text(",".join(n for n in names if n))[:1000]
 
 
-def _message_row(session: Session, position: int, raw: dict, tokens, digest: str) -> Message:
+def _message_row(session: Session, position: int, raw: dict, tokens, digest: str,
+                 filter_key: str | None = None) -> Message:
     return Message(session=session, position=position, role=raw["role"], raw=raw,
                    tool_call_id=clean_text(raw.get("tool_call_id") or "")[:255], tool_names=_tool_names(raw),
-                   tokens=tokens.total, tokens_by_category=dict(tokens.by_category), content_hash=digest)
+                   tokens=tokens.total, tokens_by_category=dict(tokens.by_category), content_hash=digest,
+                   filter_key=filter_key)
+
+
+def _check_keys(filter_keys: list | None, n: int) -> list:
+    """One filter key (or None) per message; [None] * n when none were given."""
+    if filter_keys is None:
+        return [None] * n
+    if len(filter_keys) != n:
+        raise Invalid(f"filter_key: {len(filter_keys)} filter keys for {n} messages; the keys must map one to one "
+                      f"to the stored messages (give them beside OpenAI-format messages)")
+    return list(filter_keys)
+
+
+def _trigger_key(keys: list) -> str | None:
+    """The filter key a write triggers a run with: the last keyed message's."""
+    return next((k for k in reversed(keys) if k), None)
 
 
 def import_session(project: Project, imported: ImportedSession, *, auto_compact: bool = True,
-                   source: str | None = None) -> WriteResult:
-    """Create a session from converted messages. Atomic: on any fault nothing is written."""
+                   source: str | None = None, filter_keys: list | None = None) -> WriteResult:
+    """Create a session from converted messages. Atomic: on any fault nothing is written.
+    ``filter_keys``: one branch filter key (or None) per message."""
     _check_fields(imported, source)
+    keys = _check_keys(filter_keys, len(imported.messages))
     base, _row = project_policy(project)
     probe = Session(project=project, model=imported.model or "")
     policy = apply_service_defaults(base, probe)
@@ -197,7 +216,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                     last_message_at=stamp if msgs else None)
         except IntegrityError:
             raise Conflict(f"a session with external_id {imported.external_id!r} already exists in this project") from None
-        Message.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash)
+        Message.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash, keys[i])
                                      for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
         live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
                                               _call_names(imported.messages))
@@ -217,21 +236,24 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                                       rendered=_dumps(render_messages(live)))
         result = WriteResult(session=session, positions=list(range(len(msgs))))
         if auto_compact and msgs:
-            _check_trigger(session, policy, result, last_message_at=None)
+            _check_trigger(session, policy, result, last_message_at=None, filter_key=_trigger_key(keys))
     return result
 
 
 # -- append -------------------------------------------------------------------------------------
 
-def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True) -> WriteResult:
+def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True,
+                    filter_keys: list | None = None) -> WriteResult:
     """Append original messages to the history and the live context.
 
     Validation (shape and tool-call pairing against the session so far) happens under the
     session lock, so concurrent appends are applied one after the other, in full or not
     at all. Tokens are counted before the lock (they depend only on the message).
+    ``filter_keys``: one branch filter key (or None) per message.
     """
     if not isinstance(raws, list) or not raws:
         raise Invalid("messages: give at least one message")
+    keys = _check_keys(filter_keys, len(raws))
     for k, raw in enumerate(raws):
         try:
             validate_message(raw, k)
@@ -250,7 +272,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         ctx = SessionContext.objects.select_for_update().get(session_id=locked.pk)
         stamp = now()
         previous_message_at = locked.last_message_at
-        Message.objects.bulk_create([_message_row(locked, start + k, raw, t, d)
+        Message.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
                                      for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
         new_msgs = [EngineMessage(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
                     for k, raw in enumerate(raws)]
@@ -287,7 +309,8 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         locked.save()
         result = WriteResult(session=locked, positions=list(range(start, start + len(raws))))
         if auto_compact:
-            _check_trigger(locked, policy, result, last_message_at=previous_message_at)
+            _check_trigger(locked, policy, result, last_message_at=previous_message_at,
+                           filter_key=_trigger_key(keys))
     return result
 
 
@@ -355,7 +378,8 @@ def check_trigger(session: Session, policy=None) -> ConditionResult:
     return evaluate(policy.trigger, trigger_state(session, policy))
 
 
-def _check_trigger(session: Session, policy, result: WriteResult, last_message_at) -> None:
+def _check_trigger(session: Session, policy, result: WriteResult, last_message_at,
+                   filter_key: str | None = None) -> None:
     from .runs import pending_run, request_run  # noqa: PLC0415
 
     state = trigger_state(session, policy, last_message_at)
@@ -370,7 +394,8 @@ def _check_trigger(session: Session, policy, result: WriteResult, last_message_a
         result.run = existing
         return
     reason = fired.reason if fired.fired else "tool-output clearing threshold passed"
-    result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=reason)
+    result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=reason,
+                             filter_key=filter_key)
     result.run_created = True
 
 
@@ -404,3 +429,28 @@ def delete_session(session: Session) -> None:
 
 def pending_statuses() -> tuple[str, str]:
     return (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+# -- the request prefix served (cache-safe summary requests) ----------------------------------------
+
+# {session id: (version, updated_at) of the context this process last recorded as served}
+_SERVED: dict[int, tuple] = {}
+_SERVED_MAX = 100_000
+
+
+def record_served(session_id: int, version: int, stamp: tuple | None = None) -> bool:
+    """Remember that GET .../context served version ``version``: its message list becomes the
+    session's stored request prefix (``SessionContext.served``), which runs pass to the engine
+    as ``parent_request`` for cache-safe summary requests. One conditional UPDATE, copied in
+    SQL from the row (so the stored bytes are exactly those served), and only when the version
+    is still current; skipped when this process already recorded that version."""
+    stamp = stamp or (version,)
+    if _SERVED.get(session_id) == stamp:
+        return False
+    updated = (SessionContext.objects.filter(session_id=session_id, version=version)
+               .exclude(served_version=version)
+               .update(served=models.F("rendered"), served_version=version))
+    if len(_SERVED) >= _SERVED_MAX:
+        _SERVED.clear()
+    _SERVED[session_id] = stamp
+    return bool(updated)

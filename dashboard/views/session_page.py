@@ -11,13 +11,28 @@ from compaction import PRESETS
 from ..models import RunStatus
 from ..selectors.pages import (TRANSCRIPT_PAGE, load_session, message_at, page_start_for, session_runs, timeline,
                                transcript_page, trigger_text)
+from ..services import ServiceError
+from ..services.branches import load_store, retrieve_for, summaries_of
 from ..services.policies import effective_policy
 from ..services.sessions import check_trigger
 from ._common import int_param, page
 
 
-def overview_context(session) -> dict:
-    """Stats, timeline and runs: everything the run-finished refresh redraws."""
+def branch_context(session, key: str | None) -> dict:
+    """The branch summaries section: every stored key, and which one an agent asking for
+    ``key`` is served (with the fallback used)."""
+    data = summaries_of(session)
+    try:
+        served = retrieve_for(session, key, data)
+        error = None
+    except ServiceError as exc:
+        served, error = retrieve_for(session, None, data), str(exc.detail)
+    return {"branches": served, "branch_error": error, "summary_key": key or "",
+            "branch_summaries": load_store(data)[0].all()}
+
+
+def overview_context(session, summary_key: str | None = None) -> dict:
+    """Stats, timeline, runs and branch summaries: everything the run-finished refresh redraws."""
     policy, row = effective_policy(session)
     runs = session_runs(session)
     pending = next((r for r in reversed(runs) if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)), None)
@@ -26,6 +41,7 @@ def overview_context(session) -> dict:
         "recent_runs": list(reversed(runs[-10:])), "pending": pending,
         "timeline": timeline(session, runs, policy), "trigger": check_trigger(session, policy),
         "trigger_text": trigger_text(policy.trigger), "compacted_runs": sum(1 for r in runs if r.badge),
+        "branch_policy": policy.branches, **branch_context(session, summary_key),
     }
 
 
@@ -33,7 +49,7 @@ def overview_context(session) -> dict:
 @require_GET
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = load_session(pk)
-    ctx = overview_context(session)
+    ctx = overview_context(session, request.GET.get("summary_key") or None)
     around = int_param(request, "around", None)
     start = page_start_for(around) if around is not None else int_param(request, "start", 0)
     ctx.update({"nav": "session", "tab": "overview", "page": transcript_page(session, ctx["runs"], start),
@@ -45,7 +61,8 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def session_overview(request: HttpRequest, pk: int) -> HttpResponse:
     session = load_session(pk)
-    return render(request, "pages/session.html#overview", overview_context(session))
+    return render(request, "pages/session.html#overview",
+                  overview_context(session, request.GET.get("summary_key") or None))
 
 
 @login_required

@@ -8,6 +8,7 @@ the offline summarizer's); cost is estimated at litellm's prices for the chosen 
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -38,13 +39,36 @@ SIDES = ("a", "b")
 class Field:
     name: str
     label: str
-    kind: str  # int | int_opt | float | text_opt | bool | select
+    kind: str  # int | int_opt | float | text_opt | bool | select | select_opt | multi
     path: str
-    choices: tuple = ()
+    choices: Any = ()  # ((value, label), ...) or a callable returning them (registries read at request time)
 
     @property
     def help(self) -> str:
         return describe(self.path)
+
+    @property
+    def options(self) -> tuple:
+        return tuple(self.choices() if callable(self.choices) else self.choices)
+
+
+def language_choices() -> tuple:
+    """'' (follow finalize.language / reduction.language) plus every locale file."""
+    from compaction import locales  # noqa: PLC0415
+
+    return (("", "as each section says (default: English)"),) + tuple(
+        (code, f"{locales.display_name(code)} ({code})") for code in locales.available())
+
+
+def hook_choices(kind: str, none_label: str | None = None):
+    """Registered hooks of ``kind`` by name (compaction.hooks.list_hooks), read per request."""
+    def choices() -> tuple:
+        from compaction.hooks import list_hooks  # noqa: PLC0415
+
+        out = ((("", none_label),) if none_label is not None else ())
+        return out + tuple((h["name"], f"{h['name']}: {h['description']}" if h["description"] else h["name"])
+                           for h in list_hooks(kind))
+    return choices
 
 
 FIELDS = (
@@ -62,6 +86,19 @@ FIELDS = (
           (("user", "a user turn"), ("system", "the system message"))),
     Field("preserve_user_messages", "Re-insert recent user messages", "bool", "finalize.preserve_user_messages"),
     Field("reduction", "Reduce tool output first (no LLM)", "bool", "reduction.enabled"),
+    # [seed parity] language of the engine's texts and hooks chosen among the registered names
+    Field("language", "Language of the texts written into the context", "select_opt", "language", language_choices),
+    Field("pre_summary", "Pre-summary hooks (rewrite the summarizer's input, in order)", "multi",
+          "hooks.pre_summary", hook_choices("pre_summary")),
+    Field("post_summary", "Post-summary hooks (rewrite the summary, in order)", "multi",
+          "hooks.post_summary", hook_choices("post_summary")),
+    Field("input_builder", "Summarizer input builder", "select_opt", "hooks.input_builder",
+          hook_choices("input_builder", "built in (system + prompt)")),
+    Field("tool_call_formatter", "Tool calls in the summarizer input", "select_opt", "hooks.tool_call_formatter",
+          hook_choices("tool_call_formatter", "default line")),
+    Field("tool_result_formatter", "Tool results in the summarizer input", "select_opt",
+          "hooks.tool_result_formatter", hook_choices("tool_result_formatter", "default (clipped to fit)")),
+    Field("hooks_abort", "A failing hook aborts the run", "bool", "hooks.abort_on_error"),
 )
 
 TRIGGER_KINDS = (
@@ -105,6 +142,9 @@ def base_policy(session, preset: str) -> P.Policy:
 def form_values(policy: P.Policy) -> dict:
     data = policy.to_json()
     values = {f.name: dotted(data, f.path) for f in FIELDS}
+    for f in FIELDS:
+        if f.kind == "select_opt" and values[f.name] is None:
+            values[f.name] = ""
     trig = data.get("trigger") or {}
     if trig.get("kind") in TRIGGER_INFO:
         values["trigger_kind"] = trig["kind"]
@@ -140,6 +180,20 @@ def _number(raw: str, cast, field: str, optional: bool = False):
     return value
 
 
+def _multi(posted: list[str], field: str) -> list[str]:
+    """Values of a multiple select; a single list literal (``[]``, ``["a", "b"]``) is accepted too,
+    for clients that post the list as one text field."""
+    if len(posted) == 1 and posted[0].strip().startswith("["):
+        try:
+            parsed = json.loads(posted[0].replace("'", '"'))
+        except ValueError:
+            raise FormError(field, f"{posted[0]!r} is not a list of names") from None
+        if not isinstance(parsed, list) or not all(isinstance(v, str) for v in parsed):
+            raise FormError(field, f"{posted[0]!r} is not a list of names")
+        posted = parsed
+    return [v.strip() for v in posted if v and v.strip()]
+
+
 def policy_from_form(session, data: QueryDict, side: str) -> tuple[P.Policy, dict, bool]:
     """(policy, the form values to show, whether the preset changed). A changed preset
     resets the side's fields to the preset. Raises FormError / PolicyError."""
@@ -151,6 +205,23 @@ def policy_from_form(session, data: QueryDict, side: str) -> tuple[P.Policy, dic
     overrides: dict[str, Any] = {}
     for f in FIELDS:
         raw = data.get(f"{side}-{f.name}", "")
+        if f.kind == "multi":
+            value = _multi(data.getlist(f"{side}-{f.name}"), f.path)
+            known = dict(f.options)
+            unknown = [v for v in value if v not in known]
+            if unknown:
+                raise FormError(f.path, f"no hook named {unknown[0]!r} is registered; choose among "
+                                        f"{', '.join(known) or 'none'}")
+            values[f.name] = value
+            overrides[f.path] = value
+            continue
+        if f.kind == "select_opt":
+            known = dict(f.options)
+            if raw not in known:
+                raise FormError(f.path, f"{raw!r} is not available; choose one of {', '.join(k for k in known if k)}")
+            values[f.name] = raw
+            overrides[f.path] = raw or None
+            continue
         if f.kind == "bool":
             value = raw in ("1", "on", "true")
         elif f.kind in ("int", "int_opt"):
@@ -161,8 +232,8 @@ def policy_from_form(session, data: QueryDict, side: str) -> tuple[P.Policy, dic
             value = raw.strip() or None
         else:
             value = raw
-            if f.choices and value not in dict(f.choices):
-                raise FormError(f.path, f"choose one of {', '.join(dict(f.choices))}")
+            if f.options and value not in dict(f.options):
+                raise FormError(f.path, f"choose one of {', '.join(dict(f.options))}")
         values[f.name] = value
         overrides[f.path] = value
     kind = data.get(f"{side}-trigger_kind", "keep")
