@@ -7,7 +7,9 @@ engine can put into a context in that language:
 - ``REDUCTION``: tool-output notices and placeholders, recovery tool descriptions
   (:mod:`compaction.reduction.notices` reads them from here);
 - ``PROMPTS``: the summarizer's default prompt and its cache-safe compacting instruction
-  (:mod:`compaction.summarizer.prompts` and :mod:`compaction.summarizer.cache_safe`).
+  (:mod:`compaction.summarizer.prompts` and :mod:`compaction.summarizer.cache_safe`);
+- ``EXTRACTIVE``: label, headings and line prefixes of the offline extractive summary
+  (:mod:`compaction.summarizer.extractive`).
 
 Adding a language is one file: copy ``en.py`` to ``<code>.py`` and translate the values,
 keeping every ``{placeholder}``. Keys it leaves out fall back to English.
@@ -20,7 +22,7 @@ import re
 from functools import lru_cache
 from types import ModuleType
 
-SECTIONS = ("TEXTS", "REDUCTION", "PROMPTS")
+SECTIONS = ("TEXTS", "REDUCTION", "PROMPTS", "EXTRACTIVE")
 _CODE = re.compile(r"^[a-z]{2,3}(_[a-z0-9]+)*$")
 
 

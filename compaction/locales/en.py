@@ -170,3 +170,21 @@ and correct what changed. Copy identifiers (paths, names, numbers, ids, commands
 State only what the conversation shows.{length_rule} Reply with the summary alone, without \
 any introduction.""",
 }
+
+
+EXTRACTIVE = {
+    "label": "Extractive summary (no LLM)",
+    "counts": "{users} user, {agents} agent messages, {calls} tool calls",
+    "folded": "; previous summary folded in",
+    "Earlier summary": "Earlier summary",
+    "User requests": "User requests",
+    "Decisions": "Decisions",
+    "Files and paths": "Files and paths",
+    "Commands and outcomes": "Commands and outcomes",
+    "Errors": "Errors",
+    "Current state": "Current state",
+    "Task:": "Task:",
+    "Latest request:": "Latest request:",
+    "Request:": "Request:",
+    "Constraint:": "Constraint:",
+}

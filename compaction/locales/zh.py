@@ -135,3 +135,21 @@ PROMPTS = {
 标识符（路径、名称、数字、id、命令）必须原样照抄。只写对话中确实出现过的内容。{length_rule}\
 只输出摘要本身，不要任何开场白。""",
 }
+
+
+EXTRACTIVE = {
+    "label": "抽取式摘要（未使用大模型）",
+    "counts": "{users} 条用户消息，{agents} 条智能体消息，{calls} 次工具调用",
+    "folded": "；已并入先前的摘要",
+    "Earlier summary": "先前的摘要",
+    "User requests": "用户请求",
+    "Decisions": "决定",
+    "Files and paths": "文件与路径",
+    "Commands and outcomes": "命令与结果",
+    "Errors": "错误",
+    "Current state": "当前状态",
+    "Task:": "任务：",
+    "Latest request:": "最新请求：",
+    "Request:": "请求：",
+    "Constraint:": "约束：",
+}

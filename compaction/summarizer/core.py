@@ -179,7 +179,8 @@ def _summarize_cache_safe(cs, span, settings, *, replaced_tokens, counter, on_ev
     check = _shrink_check(settings, counter.count_text, replaced_tokens)
     try:
         result = complete(cs.messages, llm_settings, check=check, on_event=on_event, sleep_fn=sleep,
-                          extractive_words=settings.max_summary_words)
+                          extractive_words=settings.max_summary_words,
+                          language=standalone.get("language", "en"))
     except SummaryError as exc:
         if not offline:
             raise
@@ -278,7 +279,7 @@ def _summarize_standalone(span: list[Message], settings, *, previous_summary: st
 
     # The extractive provider gets the budget as metadata (0 = none stated: it uses its own cap).
     result = complete(messages, settings, check=check, on_event=on_event, sleep_fn=sleep,
-                      extractive_words=settings.max_summary_words)
+                      extractive_words=settings.max_summary_words, language=language)
     return SummaryResult(text=result.text, model=result.model, extractive=is_extractive(result.model),
                          attempts=result.attempts, prompt_messages=messages, usage=result.usage,
                          input_tokens=input_tokens, clipped=clipped)

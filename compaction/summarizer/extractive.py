@@ -475,18 +475,57 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
+# -- languages ---------------------------------------------------------------------------
+# The summary is built with English headings and prefixes (the keys of the EXTRACTIVE locale
+# section) and translated when rendered; a previous summary in any language is read back
+# through the reverse tables.
+_PREFIXES = ("Task:", "Latest request:", "Request:", "Constraint:")
+
+
+def _words(language: str) -> dict[str, str]:
+    from ..locales import has, section  # noqa: PLC0415
+
+    return section("EXTRACTIVE", language if has(language) else "en")
+
+
+def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
+    from ..locales import available  # noqa: PLC0415
+
+    labels, headings, prefixes = [], {}, {}
+    for lang in available():
+        words = _words(lang)
+        labels.append(words["label"])
+        headings.update({words[t]: t for t in TITLES})
+        prefixes.update({words[p]: p for p in _PREFIXES})
+    return tuple(labels), headings, prefixes
+
+
+def _localize_line(text: str, words: dict[str, str]) -> str:
+    for p in _PREFIXES:
+        if text.startswith(p):
+            return words[p] + (" " if words[p].endswith(":") else "") + text[len(p):].lstrip()
+    return text
+
+
 def _parse_previous(previous: str) -> tuple[dict[str, list[str]], bool]:
     """Sections of a previous extractive summary ({title: [bullet texts]}), or the prose."""
-    if not previous.lstrip().startswith(LABEL):
+    labels, headings, prefixes = _reverse_tables()
+    if not previous.lstrip().startswith(labels):
         return {}, False
     sections: dict[str, list[str]] = {}
     current = None
     for line in previous.splitlines():
         if line.startswith("## "):
-            current = line[3:].strip()
+            title = line[3:].strip()
+            current = headings.get(title, title)
             sections.setdefault(current, [])
         elif current and line.startswith("- "):
-            sections[current].append(line[2:].strip())
+            item = line[2:].strip()
+            for local, english in prefixes.items():
+                if item.startswith(local) and local != english:
+                    item = english + " " + item[len(local):].lstrip()
+                    break
+            sections[current].append(item)
     return sections, True
 
 
@@ -729,16 +768,18 @@ def _select(items: list[Item], room: int, title: str) -> list[Item]:
     return sorted(chosen, key=lambda i: i.order)
 
 
-def _render(header: str, sections: dict[str, list[Item]]) -> str:
+def _render(header: str, sections: dict[str, list[Item]], language: str = "en") -> str:
+    words = _words(language)
     parts = [header]
     for title in TITLES:
         items = sections.get(title)
         if items:
-            parts.append(f"## {title}\n" + "\n".join(f"- {it.text}" for it in items))
+            parts.append(f"## {words[title]}\n" + "\n".join(f"- {_localize_line(it.text, words)}" for it in items))
     return "\n\n".join(parts)
 
 
-def summarize_text(conversation: str, previous_summary: str | None = None, max_words: int | None = None) -> str:
+def summarize_text(conversation: str, previous_summary: str | None = None, max_words: int | None = None,
+                   language: str = "en") -> str:
     """The extractive summary of a rendered transcript (see the module docstring)."""
     if max_words is None:
         max_words = DEFAULT_WORDS
@@ -763,13 +804,17 @@ def summarize_text(conversation: str, previous_summary: str | None = None, max_w
     n_user = sum(1 for e in events if e.kind == "user")
     n_agent = sum(1 for e in events if e.kind == "assistant")
     n_calls = sum(1 for e in events if e.kind == "call")
-    header = f"{LABEL}: {n_user} user, {n_agent} agent messages, {n_calls} tool calls"
-    if previous_summary:
-        header += "; previous summary folded in"
-    header += "."
+    def header_in(lang: str) -> str:
+        words = _words(lang)
+        h = f"{words['label']}: " + words["counts"].format(users=n_user, agents=n_agent, calls=n_calls)
+        return h + (words["folded"] if previous_summary else "") + "."
+
+    # The budget arithmetic runs on the English rendering (a CJK heading would count one
+    # "word" per character); the chosen items are then rendered in the policy's language.
+    header = header_in("en")
     room = budget - count_words(header)
     if room <= 8:
-        return truncate_words(header, budget)
+        return truncate_words(header_in(language), budget)
 
     demand = {t: (sum(i.words() for i in its) + _heading_words(t) if its else 0) for t, its in sections.items()}
     for t in TITLES:
@@ -790,9 +835,9 @@ def summarize_text(conversation: str, previous_summary: str | None = None, max_w
                     break
     text = _render(header, chosen)
     # Safety net: the heading/bullet arithmetic is exact, but never exceed the budget.
-    while count_words(text) > budget:
-        text = truncate_words(text, budget)
-    return text
+    if count_words(text) > budget:
+        return truncate_words(text, budget)
+    return text if language == "en" else _render(header_in(language), chosen, language)
 
 
 # -- litellm provider ------------------------------------------------------------------------
@@ -804,9 +849,13 @@ def _make_handler_class(litellm):
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any):
             meta = (kwargs.get("litellm_params") or {}).get("metadata") or {}
             conversation, previous, words = parse_request(messages)
-            if isinstance(meta, dict) and isinstance(meta.get("max_summary_words"), int):
-                words = meta["max_summary_words"]
-            text = summarize_text(conversation, previous, words)
+            language = "en"
+            if isinstance(meta, dict):
+                if isinstance(meta.get("max_summary_words"), int):
+                    words = meta["max_summary_words"]
+                if isinstance(meta.get("language"), str):
+                    language = meta["language"]
+            text = summarize_text(conversation, previous, words, language)
             prompt_chars = sum(len(m.get("content") or "") if isinstance(m.get("content"), str) else 0
                                for m in messages if isinstance(m, dict))
             prompt_tokens = math.ceil(prompt_chars / 4)

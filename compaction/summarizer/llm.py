@@ -166,14 +166,16 @@ def _content(response: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def request_kwargs(model: str, messages: list[dict], settings, *, extractive_words: int | None = None) -> dict:
+def request_kwargs(model: str, messages: list[dict], settings, *, extractive_words: int | None = None,
+                   language: str = "en") -> dict:
     """The keyword arguments of one ``litellm.completion`` call."""
     kwargs: dict[str, Any] = dict(settings.params or {})
     kwargs.update(model=model, messages=messages, timeout=settings.timeout_seconds,
                   num_retries=0, max_retries=0)
     if is_extractive(model):
         # The offline provider reads its word budget here (and from the prompt as a fallback).
-        kwargs["metadata"] = {**(kwargs.get("metadata") or {}), "max_summary_words": extractive_words}
+        kwargs["metadata"] = {**(kwargs.get("metadata") or {}), "max_summary_words": extractive_words,
+                              "language": language}
         return kwargs
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
@@ -195,7 +197,7 @@ class _MissingKey(Exception):
 
 def complete(messages: list[dict], settings, *, check: Callable[[str], str | None],
              on_event: Callable[[dict], Any] | None = None, sleep_fn: Callable[[float], None] | None = None,
-             extractive_words: int | None = None) -> CallResult:
+             extractive_words: int | None = None, language: str = "en") -> CallResult:
     """Ask the configured models for a summary until one passes ``check``.
 
     ``check(text)`` returns None for a usable summary or a sentence saying why it is
@@ -226,7 +228,8 @@ def complete(messages: list[dict], settings, *, check: Callable[[str], str | Non
             usage: dict | None = None
             text = ""
             try:
-                kwargs = request_kwargs(model, messages, settings, extractive_words=extractive_words)
+                kwargs = request_kwargs(model, messages, settings, extractive_words=extractive_words,
+                                        language=language)
                 response = litellm.completion(**kwargs)
                 usage = _usage_dict(response)
                 raw = _content(response)
