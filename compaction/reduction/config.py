@@ -149,7 +149,7 @@ _NO_OVERRIDE = ToolReduction()
 
 
 # -- preset fragments -----------------------------------------------------------------------
-# Each returns a complete ReductionPolicy; the lead's presets put it under Policy.reduction.
+# Each returns a complete ReductionPolicy; compaction/presets.py puts it under Policy.reduction.
 
 def default_reduction() -> ReductionPolicy:
     """Our default: truncate results over 50k characters on arrival; from half the window on,
