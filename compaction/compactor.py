@@ -100,11 +100,11 @@ class Compactor:
         self.hooks = hooks or Hooks()
         self.counter = counter or counter_for(self.policy)
         self.window, self.window_source = resolve_window(self.policy)
-        # [seed parity] hooks named by the policy, resolved through compaction.hooks
+        # hooks named by the policy, resolved through compaction.hooks
         from .hooks import resolve as resolve_hooks  # noqa: PLC0415
 
         self.policy_hooks = resolve_hooks(self.policy.hooks)
-        # [seed parity] the agent's last model request, for cache-safe summaries when
+        # the agent's last model request, for cache-safe summaries when
         # compact() is not given one (e.g. through CompactionSession)
         self.parent_request: dict | None = None
 
@@ -132,7 +132,7 @@ class Compactor:
         policy, :mod:`compaction.tailoring` runs last, on whatever the other steps produced."""
         parent = parent_request if parent_request is not None else self.parent_request
         result = self._compact(messages, tools, force, run_id, on_event, progress, last_message_at, parent)
-        from . import tailoring  # noqa: PLC0415  [seed parity] final budget step
+        from . import tailoring  # noqa: PLC0415  final budget step
 
         if not tailoring.active(self.policy):
             return result
@@ -302,7 +302,7 @@ class Compactor:
             return settings.model_copy(update={"max_summary_words": cap})
         return settings
 
-    # -- hooks [seed parity] ---------------------------------------------------------
+    # -- hooks ---------------------------------------------------------
     @property
     def abort_on_hook_error(self) -> bool:
         return self.hooks.abort_on_hook_error or self.policy.hooks.abort_on_error
@@ -335,7 +335,7 @@ class Compactor:
             text = self._apply_hook("post_summary", hook, text, emit)
         return text
 
-    # -- tailoring [seed parity] ------------------------------------------------------
+    # -- tailoring ------------------------------------------------------
     def _tailor(self, messages: list, tools: list | None, result: Outcome | Skipped, run_id: str | None,
                 on_event: Callable[[dict], None] | None, progress: Callable[[str, dict], None] | None):
         """Final budget step on the result of the other steps (see :mod:`compaction.tailoring`)."""

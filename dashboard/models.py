@@ -205,11 +205,11 @@ class SessionContext(models.Model):
     version = models.PositiveIntegerField(default=0)
     items = models.TextField(default="[]")
     rendered = models.TextField(default="[]")
-    # [seed parity] the message list the context endpoint last served (the prefix of the
+    # the message list the context endpoint last served (the prefix of the
     # agent's next model request), for cache-safe summary requests; and its version.
     served = models.TextField(blank=True, default="")
     served_version = models.PositiveIntegerField(null=True, blank=True)
-    # [seed parity] branch summaries: compaction.branches.MemorySummaryStore.to_dict() plus
+    # branch summaries: compaction.branches.MemorySummaryStore.to_dict() plus
     # "position" (messages of the history the last refresh looked at).
     branch_summaries = JSONTextField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
@@ -267,7 +267,7 @@ class CompactionRun(models.Model):
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=100, blank=True)
 
-    # [seed parity]
+    # branch summaries and sync fallback
     filter_key = models.CharField(max_length=255, blank=True, help_text="Filter key whose messages triggered the run.")
     inline = models.BooleanField(default=False, help_text="Executed synchronously in the request (not enqueued).")
     inline_reason = models.TextField(blank=True)

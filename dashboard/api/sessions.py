@@ -119,7 +119,7 @@ def get_context(request, session_id: SessionId):
     if found is None:
         raise NotFound(f"session {session_id} not found")
     body, version = found
-    # [seed parity] what was served is the prefix of the agent's next model request
+    # what was served is the prefix of the agent's next model request
     service.record_served(session_id, version, (version, sel.context_stamp(session_id)))
     etag = f'"{sel.context_tag(session_id, version)}"'
     if request.headers.get("If-None-Match") == etag:

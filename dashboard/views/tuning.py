@@ -86,7 +86,7 @@ FIELDS = (
           (("user", "a user turn"), ("system", "the system message"))),
     Field("preserve_user_messages", "Re-insert recent user messages", "bool", "finalize.preserve_user_messages"),
     Field("reduction", "Reduce tool output first (no LLM)", "bool", "reduction.enabled"),
-    # [seed parity] language of the engine's texts and hooks chosen among the registered names
+    # language of the engine's texts and hooks chosen among the registered names
     Field("language", "Language of the texts written into the context", "select_opt", "language", language_choices),
     Field("pre_summary", "Pre-summary hooks (rewrite the summarizer's input, in order)", "multi",
           "hooks.pre_summary", hook_choices("pre_summary")),
