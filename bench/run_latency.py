@@ -36,16 +36,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 def use_broker(url: str, options: dict) -> None:
-    import kombu.pools
+    from dashboard.celery import use_broker as point_at
 
-    from dashboard.celery import app
-
-    app.conf.CELERY_TASK_ALWAYS_EAGER = False
-    app.conf.CELERY_BROKER_URL = url
-    app.conf.CELERY_BROKER_TRANSPORT_OPTIONS = options
-    kombu.pools.reset()
-    app._pool = None
-    app.amqp._producer_pool = None
+    point_at(url, options)
 
 
 def start_worker(env: dict, log: Path):

@@ -45,3 +45,20 @@ def _stop_recovery(**_):
     from dashboard.services.recovery import stop_recovery_loop
 
     stop_recovery_loop()
+
+
+def use_broker(url: str, transport_options: dict) -> None:
+    """Point this (publishing) process at another broker and drop cached connections.
+
+    For tests and benchmarks that start their own worker on a broker of their own. kombu
+    keeps connection and producer pools per broker URL, process-wide; the filesystem
+    transport's folders are options, so a pool from an earlier broker would still write
+    into that broker's folders."""
+    import kombu.pools
+
+    app.conf.CELERY_TASK_ALWAYS_EAGER = False
+    app.conf.CELERY_BROKER_URL = url
+    app.conf.CELERY_BROKER_TRANSPORT_OPTIONS = transport_options
+    kombu.pools.reset()
+    app._pool = None
+    app.amqp._producer_pool = None

@@ -46,16 +46,8 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "locale": "en-US"}
 
 
-@pytest.fixture(autouse=True)
-def _eager_celery(settings):
-    """Runs execute inline when their transaction commits, unless a test starts a worker."""
-    from dashboard.celery import app
-
-    app.conf.task_always_eager = True
-    app.conf.task_eager_propagates = True
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    yield
-    app.conf.task_always_eager = True
+# Runs execute inline when their transaction commits, unless a test starts a worker.
+from tests.pages.conftest import _eager_celery  # noqa: E402,F401  (autouse fixture)
 
 
 @pytest.fixture

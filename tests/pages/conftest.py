@@ -13,6 +13,7 @@ from tests.pages import factories  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
+    """Runs execute inline when their transaction commits, unless a test starts a worker."""
     from dashboard.celery import app
 
     app.conf.task_always_eager = True

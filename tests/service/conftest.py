@@ -68,20 +68,9 @@ def _eager_celery(settings):
 
 
 def _use_broker(url: str, transport_options: dict) -> None:
-    """Point this (the publishing) process at a broker; drop cached connections."""
-    from dashboard.celery import app
+    from dashboard.celery import use_broker
 
-    import kombu.pools
-
-    app.conf.CELERY_TASK_ALWAYS_EAGER = False
-    app.conf.CELERY_BROKER_URL = url
-    app.conf.CELERY_BROKER_TRANSPORT_OPTIONS = transport_options
-    # kombu keeps connection and producer pools per broker URL, process-wide; the
-    # filesystem transport's folders are options, so a pool from an earlier test would
-    # still write into that test's folder.
-    kombu.pools.reset()
-    app._pool = None
-    app.amqp._producer_pool = None
+    use_broker(url, transport_options)
 
 
 # -- API helpers -----------------------------------------------------------------------
