@@ -101,13 +101,10 @@ def main() -> None:
             url, opts, extra = args.redis, {"visibility_timeout": 3600, "polling_interval": 0.1}, {
                 "CELERY_BROKER_URL": args.redis}
         else:
+            from dashboard.brokers import filesystem_transport_options
+
             bdir = data / f"broker-{int(time.time())}"
-            for sub in ("in", "processed", "control"):
-                (bdir / sub).mkdir(parents=True, exist_ok=True)
-            url = "filesystem://"
-            opts = {"data_folder_in": str(bdir / "in"), "data_folder_out": str(bdir / "in"),
-                    "processed_folder": str(bdir / "processed"), "control_folder": str(bdir / "control"),
-                    "store_processed": True, "polling_interval": 0.1}
+            url, opts = "filesystem://", filesystem_transport_options(bdir)
             extra = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
         use_broker(url, opts)
         worker = start_worker(svc.child_env(**extra), data / f"worker-{broker}.log")

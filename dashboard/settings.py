@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.brokers import filesystem_transport_options
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -210,19 +212,8 @@ RUN_ENQUEUE_RETRIES = env_int("RUN_ENQUEUE_RETRIES", 2)
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"
 BROKER_DIR = Path(os.environ.get("BROKER_DIR") or DATA_DIR / "broker").resolve()
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("in", "processed", "control"):
-        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    # One folder for both directions: every process both publishes and consumes.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "in"),
-        "data_folder_out": str(BROKER_DIR / "in"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "control_folder": str(BROKER_DIR / "control"),
-        # Processed messages are renamed into processed/ (atomic on one filesystem, so two
-        # workers never both take a message); the worker's recovery loop prunes it.
-        "store_processed": True,
-        "polling_interval": env_float("BROKER_POLLING_INTERVAL", 0.1),
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_transport_options(
+        BROKER_DIR, env_float("BROKER_POLLING_INTERVAL", 0.1))
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # Unacknowledged messages return to the queue after this long; recovery of runs

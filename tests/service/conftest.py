@@ -252,13 +252,10 @@ def start_worker(transactional_db, tmp_path, request):
                 url, opts = REDIS_URL, {"visibility_timeout": 3600, "polling_interval": 0.1}
                 broker_env = {"CELERY_BROKER_URL": REDIS_URL}
             else:
+                from dashboard.brokers import filesystem_transport_options
+
                 bdir = tmp_path / "broker"
-                for sub in ("in", "processed", "control"):
-                    (bdir / sub).mkdir(parents=True, exist_ok=True)
-                url = "filesystem://"
-                opts = {"data_folder_in": str(bdir / "in"), "data_folder_out": str(bdir / "in"),
-                        "processed_folder": str(bdir / "processed"), "control_folder": str(bdir / "control"),
-                        "store_processed": True, "polling_interval": 0.1}
+                url, opts = "filesystem://", filesystem_transport_options(bdir)
                 broker_env = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
             _use_broker(url, opts)
             state.update(broker=broker, env=broker_env)
