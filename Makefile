@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/cs_test
 
-.PHONY: run test test-postgres install services bench clean
+.PHONY: run test lint test-postgres install services bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -22,10 +22,15 @@ run: $(STAMP)
 services:
 	@bash scripts/ensure_services.sh
 
-# The whole suite on SQLite, then the database-backed tests again on PostgreSQL.
-test: $(STAMP) services
+# Linters and type checks first (fast, and a type error often explains a failing test),
+# then the whole suite on SQLite, then the database-backed tests again on PostgreSQL.
+test: $(STAMP) services lint
 	$(PY) -m pytest -q
 	@$(MAKE) --no-print-directory test-postgres
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check compaction dashboard tests bench scripts
+	$(VENV)/bin/mypy compaction dashboard
 
 test-postgres: $(STAMP)
 	@if [ "$$CI" = "true" ] || (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then \

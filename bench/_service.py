@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
+import django
+from django.core.management import call_command
+from django.db import connection
+
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the benchmarks run as scripts from bench/
+    sys.path.insert(0, str(REPO))
 
 
 def setup_django(data_dir: str | None = None) -> Path:
@@ -20,18 +28,12 @@ def setup_django(data_dir: str | None = None) -> Path:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     os.environ.setdefault("DEBUG", "0")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
-    sys.path.insert(0, str(REPO))
-    import django
-    from django.core.management import call_command
-
     django.setup()
     call_command("migrate", verbosity=0, interactive=False)
     return data
 
 
 def database_url() -> str:
-    from django.db import connection
-
     s = connection.settings_dict
     if s["ENGINE"].endswith("sqlite3"):
         return f"sqlite:///{s['NAME']}"
@@ -68,7 +70,7 @@ def messages_500(n: int = 500) -> list[dict]:
 
 
 def project_with_key(name: str = "bench"):
-    from dashboard.services.keys import create_api_key, get_or_create_project
+    from dashboard.services.keys import create_api_key, get_or_create_project  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
     project, _ = get_or_create_project(name)
     _row, key = create_api_key(project, "bench")
@@ -76,14 +78,13 @@ def project_with_key(name: str = "bench"):
 
 
 def import_session(project, messages: list[dict]):
-    from dashboard.services.sessions import convert_payload, import_session as do_import
+    from dashboard.services.sessions import convert_payload  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from dashboard.services.sessions import import_session as do_import  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
     return do_import(project, convert_payload(messages), auto_compact=False).session
 
 
 def wait_http(url: str, timeout: float = 60) -> None:
-    import urllib.request
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -108,8 +109,6 @@ def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    import signal
-
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import multiprocessing as mp
 import os
 import re
@@ -96,21 +97,19 @@ def main() -> None:
     data = svc.setup_django(args.data_dir)
     project, key = svc.project_with_key()
     session = svc.import_session(project, svc.messages_500())
-    from dashboard.models import SessionContext
+    from dashboard.models import SessionContext  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
     size = len(SessionContext.objects.get(session=session).rendered)
     print(f"# session: {session.message_count} messages, {size} bytes of context, {session.context_total} tokens",
           flush=True)
 
     env = svc.child_env(DEBUG="0", LOG_LEVEL="WARNING")
-    import importlib.util
-
     if args.server == "auto":
         args.server = "gunicorn" if importlib.util.find_spec("gunicorn") else "runserver"
     if args.server == "gunicorn":
         if importlib.util.find_spec("gunicorn") is None:
             sys.exit("gunicorn is not installed (pip install gunicorn)")
-        import gunicorn
+        import gunicorn  # noqa: PLC0415  (optional: only when serving with gunicorn)
 
         env["PYTHONPATH"] += os.pathsep + str(Path(gunicorn.__file__).parent.parent)
         cmd = [sys.executable, "-m", "gunicorn", "dashboard.wsgi", "-b", f"127.0.0.1:{args.port}",

@@ -11,7 +11,7 @@ with the same figures in CPU seconds of all threads (steadier on a busy machine)
 
     ours_mb_s=<float> raw_mb_s=<float> ratio=<ours/raw>
 
-Goal (issue 2): ratio >= 0.9. Prints figures only; nothing is asserted.
+Goal: ratio >= 0.9 (counting through the cache costs at most ~10% over raw tiktoken). Prints figures only; nothing is asserted.
 """
 from __future__ import annotations
 

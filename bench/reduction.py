@@ -1,4 +1,4 @@
-"""Benchmark of tool-output reduction (issue 3). Prints figures; asserts nothing.
+"""Benchmark of tool-output reduction. Prints figures; asserts nothing.
 
 What it measures, with a cold token cache each time (a fresh counter):
 1. time against session size: the largest corpus sessions, concatenated 1, 2, 4 and 8
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compaction import recovery  # noqa: E402
+from compaction import archive_tools  # noqa: E402
 from compaction.archive import MemoryArchive  # noqa: E402
 from compaction.messages import Message, load_session_file, wrap_originals  # noqa: E402
 from compaction.reduction import measure  # noqa: E402
@@ -187,7 +187,7 @@ def bench_ten_mb() -> None:
     t = time.perf_counter()
     got, offset, n = [], 0, 0
     while offset is not None:
-        piece = recovery.load(archive, SESSION, "big", offset, 1_000_000)
+        piece = archive_tools.load(archive, SESSION, "big", offset, 1_000_000)
         got.append(piece["content"])
         offset = piece["next_offset"]
         n += 1
@@ -195,10 +195,10 @@ def bench_ten_mb() -> None:
     exact = "".join(got) == big
     print(f"  recovery in {n} slices of 1 MB: {secs:6.2f} s, exact: {exact}")
     t = time.perf_counter()
-    hits = recovery.search(archive, SESSION, "latency_ms=500 trace=42", 3)
+    hits = archive_tools.search(archive, SESSION, "latency_ms=500 trace=42", 3)
     print(f"  search over the 10 MB archive (first, cold index): {time.perf_counter() - t:6.2f} s, {len(hits)} hits")
     t = time.perf_counter()
-    recovery.search(archive, SESSION, "POST /api/v1/orders", 3)
+    archive_tools.search(archive, SESSION, "POST /api/v1/orders", 3)
     print(f"  search again (index cached): {time.perf_counter() - t:6.2f} s")
 
 

@@ -25,20 +25,19 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+import redis
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _service as svc  # noqa: E402
+import _service as svc  # noqa: E402  (puts the repository on sys.path)
+
+from dashboard.brokers import filesystem_transport_options  # noqa: E402
+from dashboard.celery import use_broker  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     k = max(0, min(len(values) - 1, round(q * (len(values) - 1))))
     return values[k]
-
-
-def use_broker(url: str, options: dict) -> None:
-    from dashboard.celery import use_broker as point_at
-
-    point_at(url, options)
 
 
 def start_worker(env: dict, log: Path):
@@ -56,8 +55,8 @@ def start_worker(env: dict, log: Path):
 
 
 def one_run(project, messages) -> tuple[float, float]:
-    from dashboard.models import CompactionRun
-    from dashboard.services.runs import request_run
+    from dashboard.models import CompactionRun  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from dashboard.services.runs import request_run  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
     session = svc.import_session(project, messages)
     t0 = time.perf_counter()
@@ -95,14 +94,10 @@ def main() -> None:
             except OSError:
                 print(f"# redis: {args.redis} unreachable, skipped", flush=True)
                 continue
-            import redis
-
             redis.Redis.from_url(args.redis).flushdb()
             url, opts, extra = args.redis, {"visibility_timeout": 3600, "polling_interval": 0.1}, {
                 "CELERY_BROKER_URL": args.redis}
         else:
-            from dashboard.brokers import filesystem_transport_options
-
             bdir = data / f"broker-{int(time.time())}"
             url, opts = "filesystem://", filesystem_transport_options(bdir)
             extra = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}

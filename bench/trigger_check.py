@@ -4,10 +4,8 @@
 
 For each size a session of N messages is built (user / assistant-with-tool-call / tool
 result rounds, texts taken from the corpus), then repeatedly: one message is appended
-and the trigger is checked; only the check is timed. With ``compaction.session``
-available the check is ``CompactionSession.should_compact()``; otherwise the same thing
-spelled out: ``triggers.evaluate(policy.trigger, TriggerState(...))`` over the running
-totals of a ``LiveContext``. The session is rebuilt every N/10 checks so it stays near N
+and the trigger is checked; only the check is timed. The check is
+``CompactionSession.should_compact()``. The session is rebuilt every N/10 checks so it stays near N
 messages; the median check time is reported. Output, one line per size:
 
     n=<N> per_check_us=<float>
@@ -35,8 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compaction.policy import Policy  # noqa: E402
+from compaction.session import CompactionSession  # noqa: E402
 
-# Reference figures from issue 2 (LangChain's check, measured by the issue author).
+# Reference times of LangChain's check (SummarizationMiddleware.before_model at 1k / 10k /
+# 100k messages), measured once with LangChain installed; printed when it is absent here.
 LANGCHAIN_REFERENCE_US = {1_000: 3_000.0, 10_000: 29_800.0, 100_000: 296_000.0}
 
 
@@ -98,29 +98,9 @@ def bench_policy() -> Policy:
 
 def make_checker(policy: Policy):
     """(label, append(raw), check(), bulk_load(raws), length())."""
-    try:
-        from compaction.session import CompactionSession  # noqa: PLC0415
-        session = CompactionSession(policy, session_id="bench")
-    except Exception as exc:  # noqa: BLE001 - the lead's module may not exist yet
-        print(f"# CompactionSession unavailable ({type(exc).__name__}: {exc}); using LiveContext + evaluate")
-    else:
-        return ("CompactionSession.should_compact", session.append, session.should_compact,
-                session.live.extend, lambda: len(session.live))
-
-    from compaction.context import LiveContext  # noqa: PLC0415
-    from compaction.tokens import MessageCounter, make_counter  # noqa: PLC0415
-    from compaction.triggers import TriggerState, evaluate  # noqa: PLC0415
-    from compaction.windows import resolve_window  # noqa: PLC0415
-
-    live = LiveContext(MessageCounter(make_counter(policy.counter, model=policy.model, encoding=policy.encoding)))
-    window, _ = resolve_window(policy)
-    cond, reserved = policy.trigger, policy.reserved_output_tokens
-
-    def check():
-        return evaluate(cond, TriggerState(live.total_tokens, len(live.messages), live.since_summary_tokens,
-                                           live.since_summary_messages, live.last_message_at, window, reserved))
-
-    return "LiveContext+triggers.evaluate", live.append, check, live.extend, lambda: len(live)
+    session = CompactionSession(policy, session_id="bench")
+    return ("CompactionSession.should_compact", session.append, session.should_compact,
+            session.live.extend, lambda: len(session.live))
 
 
 def time_ours(n: int, checks: int, texts: list[str], policy: Policy) -> tuple[list[float], str, list[dict]]:
@@ -152,7 +132,7 @@ def time_ours(n: int, checks: int, texts: list[str], policy: Policy) -> tuple[li
 # -- langchain ------------------------------------------------------------------------------------
 
 def to_langchain(raws: list[dict]):
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: PLC0415
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: PLC0415  (optional, not a dependency)
 
     out = []
     for r in raws:
@@ -168,8 +148,8 @@ def to_langchain(raws: list[dict]):
 
 
 def time_langchain(raws: list[dict], n: int) -> float:
-    from langchain.agents.middleware import SummarizationMiddleware  # noqa: PLC0415
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: PLC0415
+    from langchain.agents.middleware import SummarizationMiddleware  # noqa: PLC0415  (optional, not a dependency)
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: PLC0415  (optional)
 
     model = FakeListChatModel(responses=["summary"])
     middleware = SummarizationMiddleware(model=model, trigger=("tokens", 10**12))
@@ -206,12 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.no_langchain:
             raise ImportError("disabled by --no-langchain")
-        import langchain  # noqa: F401, PLC0415
-        from langchain.agents.middleware import SummarizationMiddleware  # noqa: F401, PLC0415
+        import langchain  # noqa: F401, PLC0415  (optional, not a dependency)
+        from langchain.agents.middleware import SummarizationMiddleware  # noqa: F401, PLC0415  (optional)
         have_langchain = True
     except ImportError as exc:
         have_langchain = False
-        print(f"# langchain skipped ({exc}); reference check times from issue 2: "
+        print(f"# langchain skipped ({exc}); reference check times: "
               + ", ".join(f"n={k} {v / 1000:g} ms" for k, v in LANGCHAIN_REFERENCE_US.items()))
 
     ours_by_n: dict[int, float] = {}

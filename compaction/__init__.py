@@ -6,11 +6,11 @@
         send(outcome.context)
 """
 from . import _env  # noqa: F401  (offline tokenizer files, local model table)
-from .branches import BranchSummarizer
-from .hooks import get_hook, list_hooks, register_hook
 from .archive import ArchiveBackend, FileArchive, MemoryArchive, replay
+from .branches import BranchSummarizer
 from .compactor import Compactor, Hooks
 from .errors import ArchiveError, CompactionError, PolicyError, SessionValidationError, SummaryError
+from .hooks import get_hook, list_hooks, register_hook
 from .messages import Message, Provenance
 from .outcome import Outcome, Skipped
 from .policy import Policy

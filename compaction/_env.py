@@ -8,9 +8,12 @@ Both settings respect values the operator already exported.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 
 def _litellm_dir() -> Path | None:
@@ -29,27 +32,27 @@ def configure() -> None:
 
 
 @lru_cache(maxsize=1)
-def model_table() -> dict:
+def model_table() -> dict[str, Any]:
     """litellm's bundled model table (context windows, prices), read without importing litellm."""
-    import json
-
     base = _litellm_dir()
     if base is None:
         return {}
     path = base / "model_prices_and_context_window_backup.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
         return {}
+    return table
 
 
-def litellm():
+def litellm() -> ModuleType:
     """Import litellm lazily: it costs seconds and ~165 MB, and most engine paths never need it."""
     configure()
-    import litellm as _litellm  # noqa: PLC0415
+    import litellm as _litellm  # noqa: PLC0415  (litellm costs ~3 s and ~165 MB to import)
 
     _litellm.suppress_debug_info = True
-    return _litellm
+    module: ModuleType = _litellm
+    return module
 
 
 configure()

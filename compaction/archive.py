@@ -17,30 +17,53 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Literal, Protocol, TypedDict, get_args
 
 from .errors import ArchiveError, CompactionError
-from .messages import Message, canonical_json
+from .messages import JSONObject, Message, RawMessage, canonical_json
 
-KINDS = ("evicted", "offloaded", "previous_summary")
+ArchiveKind = Literal["evicted", "offloaded", "previous_summary"]
+KINDS: tuple[ArchiveKind, ...] = get_args(ArchiveKind)
+
+
+class ArchivedItemRecord(TypedDict):
+    """JSON form of an :class:`ArchivedItem` (one line of a file archive holds these)."""
+    message_id: str
+    ordinal: int | None
+    raw: RawMessage
+    tool_call_id: str | None
+    tool_name: str | None
+
+
+class ArchiveEntryRecord(TypedDict):
+    """JSON form of an :class:`ArchiveEntry`: one line of a file archive."""
+    id: str
+    session_id: str
+    kind: str
+    run_id: str | None
+    created_at: float
+    note: str
+    content_hash: str
+    items: list[ArchivedItemRecord]
 
 
 @dataclass
 class ArchivedItem:
     message_id: str
     ordinal: int | None          # None for engine-written text (a previous summary)
-    raw: dict                    # the message exactly as it was
+    raw: RawMessage              # the message exactly as it was
     tool_call_id: str | None = None
     tool_name: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> ArchivedItemRecord:
         return {"message_id": self.message_id, "ordinal": self.ordinal, "raw": self.raw,
                 "tool_call_id": self.tool_call_id, "tool_name": self.tool_name}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ArchivedItem":
+    def from_dict(cls, d: JSONObject) -> ArchivedItem:
         return cls(d["message_id"], d.get("ordinal"), d["raw"], d.get("tool_call_id"), d.get("tool_name"))
 
 
@@ -48,7 +71,7 @@ class ArchivedItem:
 class ArchiveEntry:
     id: str
     session_id: str
-    kind: str
+    kind: str   # an ArchiveKind; stored rows hand it back as plain text, so it is checked below
     items: list[ArchivedItem]
     run_id: str | None = None
     created_at: float = field(default_factory=time.time)
@@ -65,13 +88,13 @@ class ArchiveEntry:
     def size_chars(self) -> int:
         return sum(len(canonical_json(i.raw)) for i in self.items)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> ArchiveEntryRecord:
         return {"id": self.id, "session_id": self.session_id, "kind": self.kind, "run_id": self.run_id,
                 "created_at": self.created_at, "note": self.note, "content_hash": self.content_hash,
                 "items": [i.to_dict() for i in self.items]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ArchiveEntry":
+    def from_dict(cls, d: JSONObject) -> ArchiveEntry:
         entry = cls(d["id"], d["session_id"], d["kind"], [ArchivedItem.from_dict(i) for i in d["items"]],
                     d.get("run_id"), d.get("created_at", 0.0), d.get("note", ""), d.get("content_hash", ""))
         if entry.content_hash != items_hash(entry.items):
@@ -91,7 +114,7 @@ def new_entry_id() -> str:
     return "ar_" + uuid.uuid4().hex[:16]
 
 
-def item_for(message: Message, raw: dict | None = None, tool_name: str | None = None) -> ArchivedItem:
+def item_for(message: Message, raw: RawMessage | None = None, tool_name: str | None = None) -> ArchivedItem:
     return ArchivedItem(message.id, message.ordinal if message.is_original else None,
                         raw if raw is not None else message.raw, message.tool_call_id, tool_name)
 
@@ -138,7 +161,7 @@ class MemoryArchive:
 class FileArchive:
     """One append-only JSONL file per session under ``root``; each line is an entry."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -159,7 +182,7 @@ class FileArchive:
         p = self.path(session_id)
         if not p.exists():
             return []
-        out = []
+        out: list[ArchiveEntry] = []
         with open(p, encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
@@ -177,7 +200,7 @@ class FileArchive:
         raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
 
 
-def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[dict]:
+def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[RawMessage]:
     """Rebuild the original message sequence from archive entries plus the live context.
 
     A message a reduction step edited (truncated, cleared) appears edited in the live
@@ -185,8 +208,8 @@ def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[dic
     ``offloaded`` item with its ordinal, and that wins. Raises ArchiveError when an
     ordinal is missing or two unedited copies of one message disagree.
     """
-    seen: dict[int, dict] = {}
-    originals: dict[int, dict] = {}
+    seen: dict[int, RawMessage] = {}
+    originals: dict[int, RawMessage] = {}
     for entry in entries:
         for item in entry.items:
             if item.ordinal is None:
@@ -196,7 +219,7 @@ def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[dic
             else:
                 _put(seen, item.ordinal, item.raw, originals)
     for m in live:
-        if m.is_original:
+        if m.is_original and m.ordinal is not None:  # an original always has its ordinal
             if m.reduction is not None and m.ordinal not in originals:
                 raise ArchiveError(f"message {m.id} was reduced but its original is not in the archive")
             _put(seen, m.ordinal, m.raw, originals)
@@ -211,7 +234,7 @@ def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[dic
     return [originals.get(i, seen[i]) for i in range(n)]
 
 
-def _put(seen: dict, ordinal: int, raw: dict, originals: dict) -> None:
+def _put(seen: dict[int, RawMessage], ordinal: int, raw: RawMessage, originals: dict[int, RawMessage]) -> None:
     prev = seen.get(ordinal)
     if prev is not None and ordinal not in originals and canonical_json(prev) != canonical_json(raw):
         raise ArchiveError(f"two different versions of original message {ordinal} in archive and context")

@@ -32,89 +32,28 @@ ships an in-memory store that serialises to JSON for a service to persist.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Literal, Protocol
 
+from .branch_keys import (
+    ALL,
+    belongs,
+    branch_key,
+    check_key,
+    is_allowed,
+    keys_related,
+    normalize_allowlist,
+    normalize_key,
+    summary_targets,
+)
+from .compactor import Compactor, Hooks
 from .errors import CompactionError, SummaryError
-from .messages import Message, Provenance, original_id
-
-ALL = ""            # key of the whole-session summary
-DELIMITER = "/"
-
-
-# -- keys ---------------------------------------------------------------------------------
-
-def normalize_key(key: str | None) -> str:
-    """``None`` and blank mean the whole session; surrounding spaces and slashes are dropped."""
-    if key is None:
-        return ALL
-    if not isinstance(key, str):
-        raise TypeError(f"a filter key is a string, not {type(key).__name__}")
-    return key.strip().strip(DELIMITER)
-
-
-def normalize_allowlist(keys: Iterable[str]) -> list[str]:
-    """Cleaned allowlist: blank entries dropped (so ``[""]`` means "no branch keys"), duplicates removed."""
-    out: list[str] = []
-    for k in keys:
-        key = normalize_key(k)
-        if key and key not in out:
-            out.append(key)
-    return out
-
-
-def keys_related(a: str, b: str) -> bool:
-    """True when one key is the other or an ancestor of it, segment by segment."""
-    a2, b2 = normalize_key(a) + DELIMITER, normalize_key(b) + DELIMITER
-    return a2.startswith(b2) or b2.startswith(a2)
-
-
-def is_allowed(key: str | None, allowlist: list[str] | None) -> bool:
-    """Whether ``key`` may get its own summary under ``allowlist`` (None = every key)."""
-    key = normalize_key(key)
-    if key == ALL or allowlist is None:
-        return True
-    return any(keys_related(key, allowed) for allowed in allowlist)
-
-
-def branch_key(app: str, *segments: str) -> str:
-    """``branch_key("shop", "search")`` -> ``"shop/search"``."""
-    parts = [normalize_key(app)] + [normalize_key(s) for s in segments]
-    if not parts[0]:
-        raise ValueError("the application name of a filter key must not be empty")
-    return DELIMITER.join(p for p in parts if p)
-
-
-def check_key(key: str | None, app: str | None = None) -> str:
-    """Normalise ``key`` and, when ``app`` is given, require the ``app/`` prefix (or ``app`` itself)."""
-    key = normalize_key(key)
-    if key and app:
-        app = normalize_key(app)
-        if key != app and not key.startswith(app + DELIMITER):
-            raise ValueError(f"filter key {key!r} must start with the application prefix {app + DELIMITER!r}")
-    return key
-
-
-def summary_targets(trigger_key: str | None, allowlist: list[str] | None, cascade: bool) -> list[str]:
-    """Keys whose summaries a trigger on ``trigger_key`` refreshes (the branch first, then ``ALL``)."""
-    key = normalize_key(trigger_key)
-    if key == ALL:
-        return [ALL]
-    targets = [key] if is_allowed(key, allowlist) else []
-    if cascade:
-        targets.append(ALL)
-    return targets
-
-
-def belongs(message_key: str | None, key: str) -> bool:
-    """Whether a message keyed ``message_key`` is part of the summary of ``key``."""
-    key = normalize_key(key)
-    if key == ALL:
-        return True
-    if message_key is None or normalize_key(message_key) == ALL:
-        return False
-    return keys_related(message_key, key)
-
+from .messages import JSONObject, Message, Provenance, RawMessage, original_id
+from .policy import Policy
+from .steps import summarizer_settings
+from .summarizer import summarize
+from .triggers import evaluate
 
 # -- stored summaries ------------------------------------------------------------------------
 
@@ -130,11 +69,11 @@ class BranchSummary:
     version: int = 1
     run_id: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BranchSummary":
+    def from_dict(cls, data: JSONObject) -> BranchSummary:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -148,7 +87,7 @@ class SummaryStore(Protocol):
 class MemorySummaryStore:
     """Summaries in a dict; ``to_dict()`` / ``from_dict()`` give a JSON-safe form to persist."""
 
-    def __init__(self, summaries: Iterable[BranchSummary] = ()):
+    def __init__(self, summaries: Iterable[BranchSummary] = ()) -> None:
         self._by_key: dict[str, BranchSummary] = {}
         for s in summaries:
             self.put(s)
@@ -166,11 +105,11 @@ class MemorySummaryStore:
     def keys(self) -> list[str]:
         return [s.key for s in self.all()]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"summaries": [s.to_dict() for s in self.all()]}
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> "MemorySummaryStore":
+    def from_dict(cls, data: JSONObject | None) -> MemorySummaryStore:
         return cls(BranchSummary.from_dict(d) for d in (data or {}).get("summaries", []))
 
 
@@ -192,7 +131,7 @@ class Retrieved:
     def text(self) -> str | None:
         return self.summary.text if self.summary else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"requested": self.requested, "used": self.used, "fallback": self.fallback,
                 "summary": self.summary.to_dict() if self.summary else None}
 
@@ -215,17 +154,20 @@ def retrieve(store: SummaryStore, key: str | None = None) -> Retrieved:
 
 # -- generating them ---------------------------------------------------------------------------
 
+TargetStatus = Literal["updated", "skipped", "failed"]
+
+
 @dataclass
 class TargetResult:
     key: str
-    status: Literal["updated", "skipped", "failed"]
+    status: TargetStatus
     reason: str = ""
     summary: BranchSummary | None = None
     new_messages: int = 0
-    attempts: list[dict] = field(default_factory=list)
+    attempts: list[JSONObject] = field(default_factory=list)
     request_mode: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"key": self.key, "status": self.status, "reason": self.reason, "new_messages": self.new_messages,
                 "summary": self.summary.to_dict() if self.summary else None, "attempts": self.attempts,
                 "request_mode": self.request_mode}
@@ -244,7 +186,7 @@ class BranchRefresh:
         key = normalize_key(key)
         return next((r for r in self.results if r.key == key), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {"trigger_key": self.trigger_key, "targets": self.targets,
                 "results": [r.to_dict() for r in self.results]}
 
@@ -262,11 +204,9 @@ class BranchSummarizer:
     compaction would, but nothing in the live context is replaced: they are kept aside.
     """
 
-    def __init__(self, policy: Any = "default", *, store: SummaryStore | None = None, app: str | None = None,
-                 hooks: Any = None, compactor: Any = None):
+    def __init__(self, policy: Policy | str | JSONObject = "default", *, store: SummaryStore | None = None,
+                 app: str | None = None, hooks: Hooks | None = None, compactor: Compactor | None = None) -> None:
         if compactor is None:
-            from .compactor import Compactor  # noqa: PLC0415
-
             compactor = Compactor(policy, hooks=hooks)
         self.compactor = compactor
         self.policy = compactor.policy
@@ -282,7 +222,7 @@ class BranchSummarizer:
     def summary(self, key: str | None = None) -> Retrieved:
         return retrieve(self.store, key)
 
-    def pending(self, messages: list, keys: list[str | None], key: str) -> list[int]:
+    def pending(self, messages: Sequence[Message | RawMessage], keys: Sequence[str | None], key: str) -> list[int]:
         """Positions of the messages of ``key`` not yet folded into its summary."""
         if len(keys) != len(messages):
             raise ValueError(f"{len(messages)} messages but {len(keys)} filter keys; give one key (or None) per message")
@@ -291,9 +231,9 @@ class BranchSummarizer:
         return [i for i in range(start, len(messages)) if belongs(keys[i], key) and _summarizable(messages[i])]
 
     # -- refreshing -------------------------------------------------------------------------
-    def refresh(self, messages: list, keys: list[str | None], trigger_key: str | None = None, *,
-                force: bool = False, run_id: str | None = None, parent_request: dict | None = None,
-                on_event: Callable[[dict], None] | None = None,
+    def refresh(self, messages: Sequence[Message | RawMessage], keys: Sequence[str | None],
+                trigger_key: str | None = None, *, force: bool = False, run_id: str | None = None,
+                parent_request: JSONObject | None = None, on_event: Callable[[JSONObject], None] | None = None,
                 last_message_at: float | None = None) -> BranchRefresh:
         """Refresh every summary a trigger on ``trigger_key`` targets.
 
@@ -314,11 +254,10 @@ class BranchSummarizer:
             results = [TargetResult(trigger, "skipped", reason)]
         return BranchRefresh(trigger, targets, results)
 
-    def _refresh_one(self, messages, keys, key, *, force, run_id, parent_request, on_event,
-                     last_message_at) -> TargetResult:
-        from .summarizer import summarize  # noqa: PLC0415
-        from .triggers import evaluate  # noqa: PLC0415
-
+    def _refresh_one(self, messages: Sequence[Message | RawMessage], keys: Sequence[str | None], key: str, *,
+                     force: bool, run_id: str | None, parent_request: JSONObject | None,
+                     on_event: Callable[[JSONObject], None] | None,
+                     last_message_at: float | None) -> TargetResult:
         c = self.compactor
         counter = c.counter
         pending = self.pending(messages, keys, key)
@@ -336,9 +275,9 @@ class BranchSummarizer:
         stored = self.store.get(key)
         previous = stored.text if stored else None
         replaced = span_tokens + (counter.count_text(previous) if previous else 0)
-        events: list[dict] = []
+        events: list[JSONObject] = []
 
-        def emit(event: dict) -> None:
+        def emit(event: JSONObject) -> None:
             event = {**event, "filter_key": key}
             events.append(event)
             if on_event is not None:
@@ -346,7 +285,7 @@ class BranchSummarizer:
 
         emit({"type": "before_branch_summary", "messages": len(span), "tokens": span_tokens})
         try:
-            result = summarize(span, c._summarizer_settings(), previous_summary=previous, counter=counter,
+            result = summarize(span, summarizer_settings(c.policy, c.window), previous_summary=previous, counter=counter,
                                fallback_window=self.policy.fallback_context_window, replaced_tokens=replaced,
                                on_event=emit, language=self.policy.finalize.language,
                                parent_request=parent_request, **c.summarize_kwargs())
@@ -365,14 +304,14 @@ class BranchSummarizer:
                             getattr(result, "request_mode", None))
 
 
-def _summarizable(message: Any) -> bool:
+def _summarizable(message: Message | RawMessage) -> bool:
     """Engine-written messages (earlier summaries, acknowledgements) are not summarized again."""
     if isinstance(message, Message):
         return message.provenance not in (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)
     return True
 
 
-def _as_message(message: Any, index: int) -> Message:
+def _as_message(message: Message | RawMessage, index: int) -> Message:
     if isinstance(message, Message):
         return message
     if not isinstance(message, dict) or "role" not in message:

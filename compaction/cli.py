@@ -4,44 +4,50 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from .archive import FileArchive, MemoryArchive
+from .compactor import counter_for
 from .errors import CompactionError, PolicyError, SessionValidationError
-from .messages import load_session_file
+from .messages import JSONObject, RawMessage, load_session_file, wrap_originals
+from .policy import Policy
+from .policy_docs import markdown
+from .presets import get_preset, preset_names
+from .simulate import simulate
+from .tokens import CategoryTotals
 
 
-def _read_session(path: str):
+def _read_session(path: str) -> tuple[str, list[RawMessage], list[JSONObject]]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise SystemExit(f"error: cannot read {path}: {exc.strerror}")
+        raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"error: {path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")
+        raise SystemExit(f"error: {path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     try:
         sid, messages, tools = load_session_file(data, source=path)
     except SessionValidationError as exc:
-        raise SystemExit(f"error: {exc}")
+        raise SystemExit(f"error: {exc}") from None
     return sid or Path(path).stem, messages, tools
 
 
-def _parse_value(text: str):
+def _parse_value(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
 
 
-def build_policy(args):
-    from .policy import Policy
-    from .presets import get_preset
-
+def build_policy(args: argparse.Namespace) -> Policy:
     policy = get_preset(args.preset)
     if args.policy:
         try:
             policy = Policy.load(Path(args.policy).read_text(encoding="utf-8"))
         except OSError as exc:
-            raise SystemExit(f"error: cannot read policy {args.policy}: {exc.strerror}")
-    overrides = {}
+            raise SystemExit(f"error: cannot read policy {args.policy}: {exc.strerror}") from None
+    overrides: dict[str, Any] = {}
     for item in args.set or []:
         if "=" not in item:
             raise SystemExit(f"error: --set expects dotted.path=value, got {item!r}")
@@ -59,10 +65,7 @@ def build_policy(args):
     return policy.with_overrides(overrides) if overrides else policy
 
 
-def cmd_replay(args) -> int:
-    from .archive import FileArchive, MemoryArchive
-    from .simulate import simulate
-
+def cmd_replay(args: argparse.Namespace) -> int:
     sid, messages, tools = _read_session(args.session)
     policy = build_policy(args)
     archive = FileArchive(args.archive_dir) if args.archive_dir else MemoryArchive()
@@ -82,7 +85,7 @@ def cmd_replay(args) -> int:
     return 0 if ok else 2
 
 
-def format_report(r: dict) -> str:
+def format_report(r: JSONObject) -> str:
     lines = [f"session {r['session']}  policy {r['policy']}  window {r['window']:,} ({r['window_source']})  counter {r['counter']}",
              f"messages {r['messages']}  model calls {r['model_calls']}  compactions {len(r['compactions'])}  "
              f"LLM calls {r['llm_calls']}  overflow calls {r['overflow_calls']}",
@@ -108,11 +111,7 @@ def format_report(r: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_count(args) -> int:
-    from .compactor import counter_for
-    from .messages import wrap_originals
-    from .tokens import CategoryTotals
-
+def cmd_count(args: argparse.Namespace) -> int:
     _, messages, tools = _read_session(args.session)
     policy = build_policy(args)
     counter = counter_for(policy)
@@ -130,10 +129,8 @@ def cmd_count(args) -> int:
     return 0
 
 
-def cmd_policy(args) -> int:
+def cmd_policy(args: argparse.Namespace) -> int:
     if args.docs:
-        from .policy_docs import markdown
-
         print(markdown())
         return 0
     print(json.dumps(build_policy(args).to_json(), indent=2, ensure_ascii=False))
@@ -141,12 +138,10 @@ def cmd_policy(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .presets import preset_names
-
     parser = argparse.ArgumentParser(prog="python -m compaction", description="Compaction engine tools.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p):
+    def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("session", help="session JSON: {'id', 'messages', 'tools'?} or a bare message list")
         p.add_argument("--preset", default="default", choices=preset_names(), help="starting policy (default: default)")
         p.add_argument("--policy", help="policy JSON file (replaces the preset)")
@@ -178,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--docs", action="store_true", help="print the settings reference as Markdown")
     pp.set_defaults(func=cmd_policy)
     args = parser.parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.func
     try:
-        return args.func(args)
+        return command(args)
     except (PolicyError, CompactionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

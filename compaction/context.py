@@ -7,15 +7,25 @@ follows reads numbers instead of recounting the history.
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable, Sequence
 
 from .errors import SessionValidationError
-from .messages import (CallTracker, Message, Provenance, original_id, validate_message, validate_tools)
+from .messages import (
+    CallTracker,
+    JSONObject,
+    Message,
+    Provenance,
+    RawMessage,
+    original_id,
+    validate_message,
+    validate_tools,
+)
 from .tokens import CategoryTotals, MessageCounter, MessageTokens
 
 
 class LiveContext:
-    def __init__(self, counter: MessageCounter, tools: list[dict] | None = None, session_id: str = "session"):
+    def __init__(self, counter: MessageCounter, tools: list[JSONObject] | None = None,
+                 session_id: str = "session") -> None:
         self.session_id = session_id
         self.counter = counter
         self.tools = validate_tools(tools)
@@ -34,7 +44,7 @@ class LiveContext:
         self.calibration: list[tuple[int, int]] = []
 
     # -- building ------------------------------------------------------------------
-    def append(self, raw: dict, at: float | None = None) -> Message:
+    def append(self, raw: RawMessage, at: float | None = None) -> Message:
         index = self.next_ordinal
         validate_message(raw, index)
         self.tracker.feed(raw, index)
@@ -44,11 +54,10 @@ class LiveContext:
         self.last_message_at = time.time() if at is None else at
         return msg
 
-    def extend(self, raws: Iterable[dict]) -> list[Message]:
+    def extend(self, raws: Iterable[RawMessage]) -> list[Message]:
         """Append many; tokenizes them as one batch (fast initial load)."""
-        raws = list(raws)
-        msgs = []
-        for raw in raws:
+        msgs: list[Message] = []
+        for raw in list(raws):
             index = self.next_ordinal + len(msgs)
             validate_message(raw, index)
             self.tracker.feed(raw, index)
@@ -120,7 +129,7 @@ class LiveContext:
     def __len__(self) -> int:
         return len(self.messages)
 
-    def render(self) -> list[dict]:
+    def render(self) -> list[RawMessage]:
         return render_messages(self.messages)
 
     def check_whole(self) -> None:
@@ -128,10 +137,10 @@ class LiveContext:
         check_tool_pairs(self.messages)
 
 
-def render_messages(messages: list[Message]) -> list[dict]:
+def render_messages(messages: list[Message]) -> list[RawMessage]:
     """The OpenAI message list to send. A summary in 'system' injection mode is merged
     into the first system message (or becomes one) instead of standing on its own."""
-    out: list[dict] = []
+    out: list[RawMessage] = []
     system_summaries = [m for m in messages if m.provenance is Provenance.SUMMARY and m.meta.get("injection") == "system"]
     merged = False
     for m in messages:
@@ -147,12 +156,12 @@ def render_messages(messages: list[Message]) -> list[dict]:
     return out
 
 
-def _text(raw: dict) -> str:
+def _text(raw: RawMessage) -> str:
     c = raw.get("content")
     return c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c or [] if p.get("type") == "text")
 
 
-def _merge_system(raw: dict, summaries: list[Message]) -> dict:
+def _merge_system(raw: RawMessage, summaries: list[Message]) -> RawMessage:
     extra = "\n\n".join(_text(s.raw) for s in summaries)
     content = raw.get("content")
     new = dict(raw)
@@ -163,7 +172,7 @@ def _merge_system(raw: dict, summaries: list[Message]) -> dict:
     return new
 
 
-def check_tool_pairs(messages: list[Message] | list[dict]) -> None:
+def check_tool_pairs(messages: Sequence[Message | RawMessage]) -> None:
     """Raise SessionValidationError if any tool result is orphaned or a call is unanswered
     before the end (the rule providers enforce)."""
     tracker = CallTracker()
@@ -172,7 +181,7 @@ def check_tool_pairs(messages: list[Message] | list[dict]) -> None:
         tracker.feed(raw, i)
 
 
-def tool_pairs_ok(messages) -> bool:
+def tool_pairs_ok(messages: Sequence[Message | RawMessage]) -> bool:
     try:
         check_tool_pairs(messages)
     except SessionValidationError:

@@ -9,8 +9,8 @@ finalizer, so it can wrap it or replace it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .locales import texts
 from .messages import Message, Provenance, iter_text, text_of, tool_name_index

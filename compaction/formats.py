@@ -50,13 +50,23 @@ source file (``source=``), the line (JSONL: ``err.line``) or the input message i
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Literal, TypeGuard, get_args
 
-from .errors import SessionValidationError
-from .messages import text_of, validate_message, validate_session, validate_tools
+from .errors import Fault, SessionValidationError
+from .messages import (
+    JSONObject,
+    RawMessage,
+    text_of,
+    validate_message,
+    validate_session,
+    validate_tools,
+)
 
-FORMATS = ("openai", "openai_jsonl", "anthropic", "claude_code_jsonl")
+FormatName = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl"]
+FORMATS: tuple[FormatName, ...] = get_args(FormatName)
 
 TITLE_MAX = 80
 _ANTHROPIC_ONLY_BLOCKS = frozenset({"tool_use", "tool_result", "image", "thinking", "redacted_thinking",
@@ -69,16 +79,16 @@ _CC_RECORD_HINTS = ("sessionId", "uuid", "parentUuid", "isSidechain")
 @dataclass
 class ImportedSession:
     """A converted session: OpenAI messages ready for the engine."""
-    messages: list[dict]
-    tools: list[dict] = field(default_factory=list)
+    messages: list[RawMessage]
+    tools: list[JSONObject] = field(default_factory=list)
     title: str | None = None
     external_id: str | None = None
     model: str | None = None
-    format: str = "openai"
+    format: FormatName = "openai"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         """The corpus/openai shape (feed it back to :func:`convert` to get the same session)."""
-        out: dict[str, Any] = {"messages": self.messages}
+        out: JSONObject = {"messages": self.messages}
         if self.external_id is not None:
             out["id"] = self.external_id
         if self.tools:
@@ -92,12 +102,16 @@ class ImportedSession:
 
 # -- errors --------------------------------------------------------------------------
 
-def _err(msg: str, fault: str, source: str | None, *, line: int | None = None,
+def _is_format(name: object) -> TypeGuard[FormatName]:
+    return name in FORMATS
+
+
+def _err(msg: str, fault: Fault, source: str | None, *, line: int | None = None,
          index: int | None = None) -> SessionValidationError:
     """A SessionValidationError naming the line (JSONL) or the input message index."""
     text = f"line {line}: {msg}" if line is not None else msg
     exc = SessionValidationError(text, index=index, fault=fault, source=source)
-    exc.line = line  # type: ignore[attr-defined]
+    exc.line = line
     return exc
 
 
@@ -106,12 +120,12 @@ class _Where:
 
     __slots__ = ("source", "line", "index")
 
-    def __init__(self, source: str | None, line: int | None = None, index: int | None = None):
+    def __init__(self, source: str | None, line: int | None = None, index: int | None = None) -> None:
         self.source = source
         self.line = line
         self.index = index
 
-    def fail(self, msg: str, fault: str) -> SessionValidationError:
+    def fail(self, msg: str, fault: Fault) -> SessionValidationError:
         return _err(msg, fault, self.source, line=self.line, index=self.index)
 
     def label(self) -> str:
@@ -133,9 +147,29 @@ def _as_text(payload: str | bytes, source: str | None) -> str:
     return payload[1:] if payload.startswith("\ufeff") else payload
 
 
-def _parse_json(text: str, source: str | None) -> Any:
+def _loads(text: str, source: str | None, line: int | None = None) -> Any:
+    """json.loads, with the faults it raises besides JSONDecodeError turned into import errors.
+
+    Python's parser gives up on arrays or objects nested a few thousand levels deep
+    (RecursionError) and on integers longer than the interpreter's digit limit (ValueError);
+    both are faults of the input, not of the engine.
+    """
     try:
         return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise _err("bad JSON: arrays or objects are nested too deeply", "bad_json", source, line=line) from None
+    except ValueError as exc:
+        # The integer digit limit is the one other ValueError the parser raises.
+        why = (f"a number has more than {sys.get_int_max_str_digits()} digits" if "digits" in str(exc)
+               else str(exc))
+        raise _err(f"bad JSON: {why}", "bad_json", source, line=line) from None
+
+
+def _parse_json(text: str, source: str | None) -> Any:
+    try:
+        return _loads(text, source)
     except json.JSONDecodeError as exc:
         raise _err(f"bad JSON: {exc.msg} (column {exc.colno})", "bad_json", source, line=exc.lineno) from None
 
@@ -146,14 +180,16 @@ def _iter_jsonl(text: str, source: str | None) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line)
+            yield n, _loads(line, source, n)
         except json.JSONDecodeError as exc:
             raise _err(f"bad JSON: {exc.msg} (column {exc.colno})", "bad_json", source, line=n) from None
 
 
-def _try_whole_json(text: str) -> tuple[bool, Any]:
+def _try_whole_json(text: str, source: str | None) -> tuple[bool, Any]:
+    """(True, value) when the text is one JSON document, (False, None) when it is not JSON;
+    input the parser refuses outright (too deep, too many digits) raises."""
     try:
-        return True, json.loads(text)
+        return True, _loads(text, source)
     except json.JSONDecodeError:
         return False, None
 
@@ -183,7 +219,7 @@ def _unknown(msg: str, source: str | None) -> SessionValidationError:
     return _err("cannot tell the format: " + msg, "unknown_format", source)
 
 
-def _detect_parsed(data: Any, source: str | None = None) -> str:
+def _detect_parsed(data: Any, source: str | None = None) -> FormatName:
     if isinstance(data, dict):
         if _is_cc_record(data):
             return "claude_code_jsonl"
@@ -208,14 +244,14 @@ def _detect_parsed(data: Any, source: str | None = None) -> str:
     raise _unknown(f"a JSON {type(data).__name__} is no session", source)
 
 
-def _detect_text(text: str, source: str | None = None) -> str:
+def _detect_text(text: str, source: str | None = None) -> FormatName:
     if not text.strip():
         raise _err("the input is empty", "empty", source)
-    ok, data = _try_whole_json(text)
+    ok, data = _try_whole_json(text, source)
     if ok:
         return _detect_parsed(data, source)
     first = next((line for line in text.splitlines() if line.strip()), "")
-    if not _try_whole_json(first)[0]:
+    if not _try_whole_json(first, source)[0]:
         # Not JSON lines either: report the fault of the (multi-line) JSON document.
         _parse_json(text, source)
     records = []
@@ -230,7 +266,7 @@ def _detect_text(text: str, source: str | None = None) -> str:
     raise _unknown("JSON lines that are neither OpenAI messages nor Claude Code records", source)
 
 
-def detect_format(data_or_text: Any) -> str:
+def detect_format(data_or_text: Any) -> FormatName:
     """Return "openai", "openai_jsonl", "anthropic" or "claude_code_jsonl".
 
     Text (or bytes) that parses as one JSON document is classified by its shape; text
@@ -245,7 +281,7 @@ def detect_format(data_or_text: Any) -> str:
 
 # -- shared helpers ---------------------------------------------------------------------
 
-def _first_user_title(messages: list[dict]) -> str | None:
+def _first_user_title(messages: list[RawMessage]) -> str | None:
     """First line of the first user text, skipping harness wrapper lines such as
     ``<ide_opened_file>...</ide_opened_file>`` or ``<command-name>...``."""
     for m in messages:
@@ -259,8 +295,8 @@ def _first_user_title(messages: list[dict]) -> str | None:
     return None
 
 
-def _finish(messages: list[dict], origins: list[str] | None, tools: list[dict], *, title: Any,
-            external_id: Any, model: Any, fmt: str, source: str | None) -> ImportedSession:
+def _finish(messages: list[RawMessage], origins: list[str] | None, tools: list[JSONObject], *, title: Any,
+            external_id: Any, model: Any, fmt: FormatName, source: str | None) -> ImportedSession:
     """Validate the converted session; faults name the input location they came from.
     ``origins[i]`` says where converted message i came from (None: same index as input)."""
     if origins is None:
@@ -279,7 +315,7 @@ def _finish(messages: list[dict], origins: list[str] | None, tools: list[dict], 
             # err.index is the position in the input, like every other import error
             index = int(origin[14:]) if origin and origin.startswith("input message ") else i
             new = SessionValidationError(f"{where}: {msg}", index=index, fault=exc.fault, source=source)
-            new.line = line  # type: ignore[attr-defined]
+            new.line = line
             raise new from None
     tools = validate_tools(tools, source)
     return ImportedSession(
@@ -318,7 +354,7 @@ def _openai_session(data: Any, source: str | None) -> ImportedSession:
 
 
 def _openai_jsonl(text: str, source: str | None) -> ImportedSession:
-    messages: list[dict] = []
+    messages: list[RawMessage] = []
     origins: list[str] = []
     for n, rec in _iter_jsonl(text, source):
         if not isinstance(rec, dict):
@@ -338,7 +374,7 @@ def _openai_jsonl(text: str, source: str | None) -> ImportedSession:
 
 # -- anthropic blocks ----------------------------------------------------------------------
 
-def _image_part(block: dict, where: _Where) -> dict:
+def _image_part(block: JSONObject, where: _Where) -> JSONObject:
     src = block.get("source")
     if not isinstance(src, dict):
         raise where.fail("image block without a source", "bad_image")
@@ -353,11 +389,11 @@ def _image_part(block: dict, where: _Where) -> dict:
     raise where.fail(f"image source type {kind!r} cannot be converted (expected base64 or url)", "bad_image")
 
 
-def _document_part(block: dict, where: _Where) -> dict:
+def _document_part(block: JSONObject, where: _Where) -> JSONObject:
     src = block.get("source") or {}
     kind = src.get("type")
     if kind == "base64" and isinstance(src.get("data"), str):
-        part: dict = {"type": "file", "file": {"file_data": f"data:{src.get('media_type') or 'application/pdf'};"
+        part: JSONObject = {"type": "file", "file": {"file_data": f"data:{src.get('media_type') or 'application/pdf'};"
                                                          f"base64,{src['data']}"}}
         if block.get("title"):
             part["file"]["filename"] = str(block["title"])
@@ -369,7 +405,7 @@ def _document_part(block: dict, where: _Where) -> dict:
     raise where.fail(f"document source type {kind!r} cannot be converted", "bad_document")
 
 
-def _server_block_text(block: dict) -> str:
+def _server_block_text(block: JSONObject) -> str:
     kind = block.get("type")
     if kind == "server_tool_use":
         return f"[server tool {block.get('name')} {json.dumps(block.get('input'), ensure_ascii=False)}]"
@@ -383,7 +419,7 @@ def _is_server_block(kind: Any) -> bool:
     return kind in ("server_tool_use", "mcp_tool_use") or (kind.endswith("_tool_result") and kind != "tool_result")
 
 
-def _tool_result_content(block: dict, where: _Where) -> str | list[dict]:
+def _tool_result_content(block: JSONObject, where: _Where) -> str | list[JSONObject]:
     content = block.get("content")
     prefix = "[tool error] " if block.get("is_error") else ""
     if content is None:
@@ -393,7 +429,7 @@ def _tool_result_content(block: dict, where: _Where) -> str | list[dict]:
     if not isinstance(content, list):
         raise where.fail(f"tool_result content must be a string or blocks, got {type(content).__name__}",
                          "bad_tool_result")
-    parts: list[dict] = []
+    parts: list[JSONObject] = []
     for b in content:
         kind = b.get("type") if isinstance(b, dict) else None
         if kind == "text":
@@ -411,26 +447,27 @@ def _tool_result_content(block: dict, where: _Where) -> str | list[dict]:
     return parts
 
 
-def _content_value(parts: list[dict]) -> str | list[dict]:
+def _content_value(parts: list[JSONObject]) -> str | list[JSONObject]:
     """A single text part becomes a plain string; anything else stays a part list."""
     if len(parts) == 1 and parts[0]["type"] == "text":
-        return parts[0]["text"]
+        text: str = parts[0]["text"]
+        return text
     return parts
 
 
 class _Converter:
     """Turns Anthropic-style role/content-block messages into OpenAI messages."""
 
-    def __init__(self, source: str | None):
+    def __init__(self, source: str | None) -> None:
         self.source = source
-        self.messages: list[dict] = []
+        self.messages: list[RawMessage] = []
         self.origins: list[str] = []
         self.open_calls: dict[str, int] = {}   # tool_use id -> index of its assistant message
         self.seen_calls: set[str] = set()
-        self.last_assistant: dict | None = None
+        self.last_assistant: RawMessage | None = None
         self.last_assistant_key: Any = None
 
-    def _emit(self, msg: dict, where: _Where) -> None:
+    def _emit(self, msg: RawMessage, where: _Where) -> None:
         self.messages.append(msg)
         self.origins.append(where.label())
 
@@ -465,7 +502,7 @@ class _Converter:
         if not isinstance(content, list):
             raise where.fail(f"content must be a string or a list of blocks, got {type(content).__name__}",
                              "bad_content")
-        parts: list[dict] = []
+        parts: list[JSONObject] = []
         for k, b in enumerate(content):
             kind = b.get("type") if isinstance(b, dict) else None
             if kind == "tool_result":
@@ -498,7 +535,7 @@ class _Converter:
 
     def assistant(self, content: Any, where: _Where, merge_key: Any = None) -> None:
         texts: list[str] = []
-        calls: list[dict] = []
+        calls: list[JSONObject] = []
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
@@ -537,7 +574,7 @@ class _Converter:
             cid = next(iter(self.open_calls))
             raise where.fail(f"tool_use {cid!r} has no tool_result before this assistant message",
                              "unanswered_tool_call")
-        msg: dict = {"role": "assistant", "content": "\n\n".join(texts) if texts else (None if calls else "")}
+        msg: RawMessage = {"role": "assistant", "content": "\n\n".join(texts) if texts else (None if calls else "")}
         if calls:
             msg["tool_calls"] = calls
         self._emit(msg, where)
@@ -546,7 +583,7 @@ class _Converter:
         self.last_assistant = msg
         self.last_assistant_key = merge_key
 
-    def _tool_use(self, b: dict, k: int, where: _Where) -> dict:
+    def _tool_use(self, b: JSONObject, k: int, where: _Where) -> JSONObject:
         cid, name, args = b.get("id"), b.get("name"), b.get("input", {})
         if not isinstance(cid, str) or not cid:
             raise where.fail(f"block {k}: tool_use without id", "missing_call_id")
@@ -558,13 +595,13 @@ class _Converter:
         return {"id": cid, "type": "function",
                 "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
 
-    def _index_of(self, target: dict) -> int:
+    def _index_of(self, target: RawMessage) -> int:
         for i in range(len(self.messages) - 1, -1, -1):
             if self.messages[i] is target:
                 return i
         raise AssertionError("assistant message vanished")  # pragma: no cover
 
-    def _only_results_since(self, target: dict) -> bool:
+    def _only_results_since(self, target: RawMessage) -> bool:
         for m in reversed(self.messages):
             if m is target:
                 return True
@@ -573,7 +610,7 @@ class _Converter:
         return False
 
 
-def _anthropic_tools(tools: Any, source: str | None) -> list[dict]:
+def _anthropic_tools(tools: Any, source: str | None) -> list[JSONObject]:
     if tools is None:
         return []
     if not isinstance(tools, list):
@@ -590,7 +627,7 @@ def _anthropic_tools(tools: Any, source: str | None) -> list[dict]:
         schema = tool.get("input_schema") or {"type": "object", "properties": {}}
         if not isinstance(schema, dict):
             raise _err(f"tools[{t}].input_schema must be an object", "bad_tools", source)
-        fn: dict = {"name": name}
+        fn: JSONObject = {"name": name}
         if tool.get("description"):
             fn["description"] = tool["description"]
         fn["parameters"] = schema
@@ -618,7 +655,7 @@ def _anthropic(data: Any, source: str | None) -> ImportedSession:
 
 # -- claude code ---------------------------------------------------------------------------
 
-def _main_chain(records: list[tuple[int, dict]]) -> set[str] | None:
+def _main_chain(records: list[tuple[int, JSONObject]]) -> set[str] | None:
     """uuids on the path from the last main-chain record to the root, or None when the
     parentUuid links cannot be followed (then file order is used)."""
     by_uuid = {r["uuid"]: r for _, r in records if isinstance(r.get("uuid"), str)}
@@ -630,7 +667,7 @@ def _main_chain(records: list[tuple[int, dict]]) -> set[str] | None:
     if leaf is None:
         return None
     chain: set[str] = set()
-    node = leaf
+    node: JSONObject | None = leaf
     while node is not None:
         uid = node["uuid"]
         if uid in chain:
@@ -652,9 +689,10 @@ def _claude_code(text_or_records: Any, source: str | None) -> ImportedSession:
         if not isinstance(rec, dict):
             raise _err(f"expected a JSON object, got {type(rec).__name__}", "not_an_object", source, line=n)
     chain = _main_chain(records)
-    has_branches = chain is not None and any(
+    # Off-chain records are skipped only when some message record is off the chain (a rewind).
+    main_chain = chain if chain is not None and any(
         r.get("type") in _CC_MESSAGE_TYPES and not r.get("isSidechain") and r.get("uuid") not in chain
-        for _, r in records)
+        for _, r in records) else None
     conv = _Converter(source)
     session_id = model = None
     for n, rec in records:
@@ -663,7 +701,7 @@ def _claude_code(text_or_records: Any, source: str | None) -> ImportedSession:
             session_id = rec["sessionId"]
         if kind not in _CC_MESSAGE_TYPES or rec.get("isSidechain") or rec.get("isMeta"):
             continue
-        if has_branches and rec.get("uuid") not in chain:
+        if main_chain is not None and rec.get("uuid") not in main_chain:
             continue
         where = _Where(source, line=n)
         msg = rec.get("message")
@@ -686,9 +724,9 @@ def _claude_code(text_or_records: Any, source: str | None) -> ImportedSession:
 
 # -- entry points ----------------------------------------------------------------------------
 
-def _parse_payload(payload: Any, fmt: str | None, source: str | None) -> tuple[str, Any]:
+def _parse_payload(payload: Any, fmt: str | None, source: str | None) -> tuple[FormatName, Any]:
     """(format, parsed data or raw text for JSONL formats)."""
-    if fmt is not None and fmt not in FORMATS:
+    if fmt is not None and not _is_format(fmt):
         raise _err(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", "unknown_format", source)
     if not isinstance(payload, (str, bytes)):
         if not isinstance(payload, (dict, list)):
@@ -697,7 +735,7 @@ def _parse_payload(payload: Any, fmt: str | None, source: str | None) -> tuple[s
     text = _as_text(payload, source)
     if fmt in ("openai_jsonl", "claude_code_jsonl"):
         return fmt, text
-    ok, data = _try_whole_json(text)
+    ok, data = _try_whole_json(text, source)
     if fmt is None:
         fmt = _detect_parsed(data, source) if ok else _detect_text(text, source)
     if fmt in ("openai_jsonl", "claude_code_jsonl"):
@@ -707,7 +745,7 @@ def _parse_payload(payload: Any, fmt: str | None, source: str | None) -> tuple[s
     return fmt, data
 
 
-def _convert_parsed(fmt: str, data: Any, source: str | None) -> list[ImportedSession]:
+def _convert_parsed(fmt: FormatName, data: Any, source: str | None) -> list[ImportedSession]:
     if fmt == "openai":
         if isinstance(data, list) and data and all(isinstance(x, dict) and "messages" in x for x in data):
             out = []
@@ -727,7 +765,7 @@ def _convert_parsed(fmt: str, data: Any, source: str | None) -> list[ImportedSes
     return [_claude_code(data, source)]
 
 
-def convert_many(payload: str | bytes | dict | list, format: str | None = None,
+def convert_many(payload: str | bytes | JSONObject | list[Any], format: str | None = None,
                  source: str | None = None) -> list[ImportedSession]:
     """Convert a payload that may hold several sessions (an OpenAI list of session objects);
     every other input gives a one-element list. ``source`` names the file in errors."""
@@ -735,7 +773,7 @@ def convert_many(payload: str | bytes | dict | list, format: str | None = None,
     return _convert_parsed(fmt, data, source)
 
 
-def convert(payload: str | bytes | dict | list, format: str | None = None,
+def convert(payload: str | bytes | JSONObject | list[Any], format: str | None = None,
             source: str | None = None) -> ImportedSession:
     """Convert one session to OpenAI messages. ``format`` None means :func:`detect_format`.
     A payload holding several sessions is rejected (use :func:`convert_many`)."""

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .errors import CompactionError
+from .errors import CompactionError, PolicyError
 
 KINDS = ("pre_summary", "post_summary", "input_builder", "tool_call_formatter", "tool_result_formatter")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -54,18 +55,18 @@ class UnknownHookError(CompactionError, KeyError):
         super().__init__(f"no {kind} hook named {name!r} is registered (registered: {known})")
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0]
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)
 class HookInfo:
     kind: str
     name: str
-    fn: Callable
+    fn: Callable[..., Any]
     description: str
     builtin: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "description": self.description, "builtin": self.builtin}
 
 
@@ -78,8 +79,8 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"unknown hook kind {kind!r}; one of {', '.join(KINDS)}")
 
 
-def register_hook(kind: str, name: str, fn: Callable | None = None, *, description: str = "",
-                  replace: bool = False, builtin: bool = False):
+def register_hook(kind: str, name: str, fn: Callable[..., Any] | None = None, *, description: str = "",
+                  replace: bool = False, builtin: bool = False) -> Callable[..., Any]:
     """Register ``fn`` as the ``kind`` hook called ``name``; returns ``fn``.
 
     Without ``fn`` it works as a decorator. Registering a taken name raises ValueError
@@ -90,7 +91,7 @@ def register_hook(kind: str, name: str, fn: Callable | None = None, *, descripti
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"hook name {name!r} must be 1-64 characters: letters, digits, '_', '.', ':' or '-'")
 
-    def add(func: Callable) -> Callable:
+    def add(func: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(func):
             raise TypeError(f"the {kind} hook {name!r} must be callable")
         doc = description or ((func.__doc__ or "").strip().splitlines() or [""])[0]
@@ -109,7 +110,7 @@ def unregister_hook(kind: str, name: str) -> None:
         _registry[kind].pop(name, None)
 
 
-def get_hook(kind: str, name: str) -> Callable:
+def get_hook(kind: str, name: str) -> Callable[..., Any]:
     """The callable registered as ``kind``/``name``; UnknownHookError when there is none."""
     _check_kind(kind)
     with _lock:
@@ -125,7 +126,7 @@ def hook_names(kind: str) -> list[str]:
         return sorted(_registry[kind])
 
 
-def list_hooks(kind: str | None = None) -> list[dict]:
+def list_hooks(kind: str | None = None) -> list[dict[str, Any]]:
     """Registered hooks as dicts (kind, name, description, builtin), for pickers and APIs."""
     kinds = KINDS if kind is None else (kind,)
     for k in kinds:
@@ -155,8 +156,6 @@ def chain(fns: list[Callable[[str], str]]) -> Callable[[str], str] | None:
 def resolve(settings: Any) -> dict[str, Any]:
     """Callables named by a policy's ``hooks`` section: pre/post as lists, others single
     (None when unset). Raises PolicyError naming the field of an unknown name."""
-    from .errors import PolicyError  # noqa: PLC0415
-
     out: dict[str, Any] = {}
     for kind in KINDS:
         value = getattr(settings, kind, None)
@@ -234,14 +233,15 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def default_input(system_instruction: str | None, user_instruction: str, span_messages: list[dict]) -> list[dict]:
+def default_input(system_instruction: str | None, user_instruction: str,
+                  span_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The standard request: optional system message, then the prompt with the transcript."""
     messages = [{"role": "system", "content": system_instruction}] if system_instruction else []
     return messages + [{"role": "user", "content": user_instruction}]
 
 
 def single_user_message(system_instruction: str | None, user_instruction: str,
-                        span_messages: list[dict]) -> list[dict]:
+                        span_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Everything in one user message, for models whose template rejects a system role."""
     parts = [p for p in (system_instruction, user_instruction) if p]
     return [{"role": "user", "content": "\n\n".join(parts)}]

@@ -13,6 +13,8 @@ import base64
 import math
 import struct
 
+from .messages import JSONObject
+
 UNKNOWN_IMAGE_TOKENS = 765
 LOW_DETAIL_TOKENS = 85
 
@@ -72,7 +74,7 @@ def image_size(url: str) -> tuple[int, int] | None:
     return None
 
 
-def image_tokens(part: dict) -> int:
+def image_tokens(part: JSONObject) -> int:
     spec = part.get("image_url")
     url = spec.get("url") if isinstance(spec, dict) else spec
     detail = spec.get("detail", "auto") if isinstance(spec, dict) else "auto"
@@ -81,9 +83,8 @@ def image_tokens(part: dict) -> int:
     size = image_size(url or "")
     if not size or min(size) <= 0:
         return UNKNOWN_IMAGE_TOKENS
-    w, h = size
-    scale = min(1.0, 2048 / max(w, h))
-    w, h = w * scale, h * scale
+    scale = min(1.0, 2048 / max(size))
+    w, h = size[0] * scale, size[1] * scale
     scale = min(1.0, 768 / min(w, h))
     w, h = w * scale, h * scale
     tiles = math.ceil(w / 512) * math.ceil(h / 512)

@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from enum import Enum
-from typing import Any, Iterable, Iterator
+from typing import Any, Literal, TypeAlias, get_args
 
-from .errors import SessionValidationError
+from .errors import Fault, SessionValidationError
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
-PART_TYPES = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
+JSONObject: TypeAlias = dict[str, Any]
+"""A decoded JSON object: what crosses the engine's boundaries (sessions, stored records, events)."""
+
+RawMessage: TypeAlias = JSONObject
+"""One OpenAI chat message exactly as the caller sent it (its shape is checked, not typed)."""
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+PartType = Literal["text", "image_url", "input_audio", "file", "refusal"]
+
+ROLES: frozenset[Role] = frozenset(get_args(Role))
+PART_TYPES: frozenset[PartType] = frozenset(get_args(PartType))
 
 
 class Provenance(str, Enum):
@@ -31,7 +41,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def content_hash(raw: dict) -> str:
+def content_hash(raw: RawMessage) -> str:
     # surrogatepass: a lone surrogate in tool output must not make a message unhashable
     return hashlib.sha256(canonical_json(raw).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -47,8 +57,8 @@ class Message:
 
     __slots__ = ("raw", "id", "provenance", "ordinal", "meta", "_hash")
 
-    def __init__(self, raw: dict, id: str, provenance: Provenance = Provenance.ORIGINAL,
-                 ordinal: int | None = None, meta: dict | None = None):
+    def __init__(self, raw: RawMessage, id: str, provenance: Provenance = Provenance.ORIGINAL,
+                 ordinal: int | None = None, meta: JSONObject | None = None) -> None:
         self.raw = raw
         self.id = id
         self.provenance = provenance
@@ -58,16 +68,19 @@ class Message:
 
     # -- convenience accessors -------------------------------------------------
     @property
-    def role(self) -> str:
-        return self.raw["role"]
+    def role(self) -> Role:
+        role: Role = self.raw["role"]  # checked by validate_message, or written by the engine
+        return role
 
     @property
-    def tool_calls(self) -> list[dict]:
-        return self.raw.get("tool_calls") or []
+    def tool_calls(self) -> list[JSONObject]:
+        calls: list[JSONObject] = self.raw.get("tool_calls") or []
+        return calls
 
     @property
     def tool_call_id(self) -> str | None:
-        return self.raw.get("tool_call_id")
+        cid: str | None = self.raw.get("tool_call_id")
+        return cid
 
     @property
     def hash(self) -> str:
@@ -85,27 +98,28 @@ class Message:
         return self.provenance in (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)
 
     @property
-    def reduction(self) -> dict | None:
+    def reduction(self) -> JSONObject | None:
         """Set by tool-output reduction: {"kind": "cleared"|"truncated", "archive_ref": ..., ...}."""
-        return self.meta.get("reduction")
+        mark: JSONObject | None = self.meta.get("reduction")
+        return mark
 
     @property
     def pinned(self) -> bool:
         return self.provenance is Provenance.PINNED or bool(self.meta.get("pinned"))
 
-    def with_raw(self, raw: dict, **meta: Any) -> "Message":
+    def with_raw(self, raw: RawMessage, **meta: Any) -> Message:
         """A copy carrying an edited dict; identity (id, ordinal, provenance) is kept."""
         new_meta = dict(self.meta)
         new_meta.update(meta)
         return Message(raw, self.id, self.provenance, self.ordinal, new_meta)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         """Serialisable form with the engine's annotations (for storage, not for providers)."""
         return {"id": self.id, "provenance": self.provenance.value, "ordinal": self.ordinal,
                 "meta": self.meta, "message": self.raw}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Message":
+    def from_dict(cls, data: JSONObject) -> Message:
         return cls(data["message"], data["id"], Provenance(data["provenance"]), data.get("ordinal"),
                    dict(data.get("meta") or {}))
 
@@ -139,7 +153,7 @@ def text_of(content: Any) -> str:
     return "\n".join(iter_text(content))
 
 
-def image_parts(content: Any) -> list[dict]:
+def image_parts(content: Any) -> list[JSONObject]:
     if not isinstance(content, list):
         return []
     return [p for p in content if isinstance(p, dict) and p.get("type") == "image_url"]
@@ -157,14 +171,52 @@ def tool_name_index(messages: Iterable[Message]) -> dict[str, str]:
 
 # -- validation ------------------------------------------------------------------
 
-def _fail(msg: str, index: int | None, fault: str, source: str | None) -> SessionValidationError:
-    return SessionValidationError(msg, index=index, fault=fault, source=source)
+def _fail(msg: str, index: int | None, fault: Fault, source: str | None,
+          field: str | None = None) -> SessionValidationError:
+    return SessionValidationError(msg, index=index, fault=fault, source=source, field=field)
+
+
+def _lone_surrogate(raw: JSONObject) -> tuple[str, str, int] | None:
+    """(field path, the surrogate, its character offset) of the first string anywhere in the
+    message (keys included) that cannot be written as UTF-8, or None.
+
+    Such text is accepted by JSON and by Python but not by the archive, the database or a
+    provider, so a message carrying it would break every later compaction of its session.
+    The walk uses a stack, not recursion: a message may be nested as deeply as its parser allowed.
+    """
+    stack: list[tuple[str, Any]] = [("", raw)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if value.isascii():
+                continue
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return path, value[exc.start], exc.start
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for key, item in reversed(items):
+                # A key that is itself at fault is named with escapes, so the error stays storable.
+                name = key.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(key, str) else str(key)
+                where = f"{path}.{name}" if path else name
+                stack.append((where, item))
+                if isinstance(key, str):
+                    stack.append((f"{where} (a key)", key))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{k}]", item) for k, item in reversed(list(enumerate(value))))
+    return None
 
 
 def validate_message(raw: Any, index: int, source: str | None = None) -> None:
     """Check one message's shape (not its links to other messages)."""
     if not isinstance(raw, dict):
         raise _fail(f"expected an object, got {type(raw).__name__}", index, "not_an_object", source)
+    bad = _lone_surrogate(raw)
+    if bad is not None:
+        where, char, offset = bad
+        raise _fail(f"{where}: contains a lone surrogate (U+{ord(char):04X}) at character {offset}; "
+                    "text must be valid UTF-8", index, "unencodable_text", source, field=where)
     role = raw.get("role")
     if role not in ROLES:
         raise _fail(f"unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})", index, "unknown_role", source)
@@ -218,7 +270,7 @@ class CallTracker:
         self.open: dict[str, int] = {}  # call id -> index of the assistant message that made it
         self.open_owner: int | None = None
 
-    def feed(self, raw: dict, index: int, source: str | None = None) -> None:
+    def feed(self, raw: RawMessage, index: int, source: str | None = None) -> None:
         role = raw["role"]
         if role == "tool":
             cid = raw["tool_call_id"]
@@ -241,7 +293,7 @@ class CallTracker:
             self.open[cid] = index
 
 
-def validate_session(messages: Any, source: str | None = None) -> list[dict]:
+def validate_session(messages: Any, source: str | None = None) -> list[RawMessage]:
     """Validate a whole session; returns the list. Trailing unanswered calls are legal."""
     if not isinstance(messages, list):
         raise _fail(f"messages must be a list, got {type(messages).__name__}", None, "not_a_list", source)
@@ -252,7 +304,7 @@ def validate_session(messages: Any, source: str | None = None) -> list[dict]:
     return messages
 
 
-def validate_tools(tools: Any, source: str | None = None) -> list[dict]:
+def validate_tools(tools: Any, source: str | None = None) -> list[JSONObject]:
     if tools is None:
         return []
     if not isinstance(tools, list):
@@ -266,7 +318,7 @@ def validate_tools(tools: Any, source: str | None = None) -> list[dict]:
     return tools
 
 
-def load_session_file(data: Any, source: str | None = None) -> tuple[str | None, list[dict], list[dict]]:
+def load_session_file(data: Any, source: str | None = None) -> tuple[str | None, list[RawMessage], list[JSONObject]]:
     """Accept the corpus format ``{"id", "messages", "tools"?}`` or a bare message list."""
     if isinstance(data, list):
         return None, validate_session(data, source), []
@@ -276,5 +328,5 @@ def load_session_file(data: Any, source: str | None = None) -> tuple[str | None,
     raise _fail("expected a list of messages or an object with a 'messages' list", None, "bad_session", source)
 
 
-def wrap_originals(raws: Iterable[dict], start: int = 0) -> list[Message]:
+def wrap_originals(raws: Iterable[RawMessage], start: int = 0) -> list[Message]:
     return [Message(raw, original_id(start + i), Provenance.ORIGINAL, start + i) for i, raw in enumerate(raws)]

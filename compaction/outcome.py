@@ -2,41 +2,45 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from .ledger import LedgerRow
 from .messages import Message
 
 
-@dataclass
+@dataclass(frozen=True)
 class Skipped:
     """No compaction happened; ``reason`` says why. Falsy, so ``if outcome:`` reads naturally."""
     reason: str
-    trigger: dict | None = None
+    trigger: dict[str, Any] | None = None
 
     def __bool__(self) -> bool:
         return False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"compacted": False, "reason": self.reason, "trigger": self.trigger}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
+    """A finished compaction, built once from the results of its steps. ``ledger_rows`` is the
+    typed ledger; ``ledger`` (and ``to_dict()``) give it in the stored JSON form."""
     messages: list[Message]
-    context: list[dict]
-    tokens_before: dict
-    tokens_after: dict
+    context: list[dict[str, Any]]
+    tokens_before: dict[str, int]
+    tokens_after: dict[str, int]
     messages_before: int
     messages_after: int
     archive_refs: list[str]
-    ledger: list[dict]
-    events: list[dict]
-    trigger: dict | None = None
+    ledger_rows: tuple[LedgerRow, ...]
+    events: list[dict[str, Any]]
+    trigger: dict[str, Any] | None = None
     summary: str | None = None
     model: str | None = None
     extractive: bool = False
-    prompt: list[dict] = field(default_factory=list)
-    attempts: list[dict] = field(default_factory=list)
-    retention: dict | None = None
+    prompt: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    retention: dict[str, Any] | None = None
     compression: float | None = None
     evicted_messages: int = 0
     summary_tokens: int = 0
@@ -44,14 +48,18 @@ class Outcome:
     tokens_truncated: int = 0
     reduction_events: int = 0
     summarized: bool = False
-    cut: dict | None = None
+    cut: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
-    clipped: list[dict] = field(default_factory=list)
+    clipped: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return True
 
-    def to_dict(self) -> dict:
+    @property
+    def ledger(self) -> list[dict[str, Any]]:
+        return [row.to_dict() for row in self.ledger_rows]
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "compacted": True,
             "summarized": self.summarized,

@@ -6,73 +6,40 @@ the dotted path of the field.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import locales
+from .branch_keys import normalize_allowlist
+from .conditions import (
+    CONDITION_KINDS,
+    AllCondition,
+    AnyCondition,
+    Condition,
+    IdleCondition,
+    MessagesCondition,
+    MessagesSinceSummaryCondition,
+    TokensCondition,
+    TokensSinceSummaryCondition,
+    WindowFractionCondition,
+    WindowFractionSinceSummaryCondition,
+)
 from .errors import PolicyError
+from .prompt_templates import validate_cache_safe_prompt, validate_prompt
 from .reduction.config import ReductionPolicy
+
+# The trigger conditions are part of the policy's vocabulary; they live in .conditions.
+__all__ = [
+    "AllCondition", "AnyCondition", "BranchesPolicy", "Condition", "CutPolicy", "FinalizePolicy", "HooksPolicy",
+    "IdleCondition", "MessagesCondition", "MessagesSinceSummaryCondition", "Policy", "RetryPolicy", "SkillsPolicy",
+    "SummarizerPolicy", "TailoringPolicy", "TokensCondition", "TokensSinceSummaryCondition",
+    "WindowFractionCondition", "WindowFractionSinceSummaryCondition", "policy_error", "set_dotted",
+]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-# -- triggers -------------------------------------------------------------------------
-
-class TokensCondition(_Strict):
-    kind: Literal["tokens"] = "tokens"
-    threshold: int = Field(gt=0, description="Fire when the context (messages + system + tool schemas) exceeds this many tokens.")
-
-
-class WindowFractionCondition(_Strict):
-    kind: Literal["window_fraction"] = "window_fraction"
-    fraction: float = Field(gt=0, le=1, description="Fire when the context exceeds this share of the usable window (window minus reserved output tokens).")
-
-
-class MessagesCondition(_Strict):
-    kind: Literal["messages"] = "messages"
-    threshold: int = Field(gt=0, description="Fire when the context holds more than this many messages.")
-
-
-class TokensSinceSummaryCondition(_Strict):
-    kind: Literal["tokens_since_summary"] = "tokens_since_summary"
-    threshold: int = Field(gt=0, description="Fire when messages added since the last summary exceed this many tokens.")
-
-
-class WindowFractionSinceSummaryCondition(_Strict):
-    kind: Literal["window_fraction_since_summary"] = "window_fraction_since_summary"
-    fraction: float = Field(gt=0, le=1, description="Fire when tokens added since the last summary exceed this share of the window.")
-
-
-class MessagesSinceSummaryCondition(_Strict):
-    kind: Literal["messages_since_summary"] = "messages_since_summary"
-    threshold: int = Field(gt=0, description="Fire when more than this many messages were added since the last summary.")
-
-
-class IdleCondition(_Strict):
-    kind: Literal["idle_seconds"] = "idle_seconds"
-    seconds: float = Field(gt=0, description="Fire when the last message is older than this many seconds at check time.")
-
-
-class AnyCondition(_Strict):
-    kind: Literal["any"] = "any"
-    conditions: list["Condition"] = Field(min_length=1, description="Fires when at least one of these fires.")
-
-
-class AllCondition(_Strict):
-    kind: Literal["all"] = "all"
-    conditions: list["Condition"] = Field(min_length=1, description="Fires when every one of these fires.")
-
-
-Condition = Annotated[
-    Union[TokensCondition, WindowFractionCondition, MessagesCondition, TokensSinceSummaryCondition,
-          WindowFractionSinceSummaryCondition, MessagesSinceSummaryCondition, IdleCondition,
-          AnyCondition, AllCondition],
-    Field(discriminator="kind"),
-]
-AnyCondition.model_rebuild()
-AllCondition.model_rebuild()
 
 
 # -- cut ---------------------------------------------------------------------------------
@@ -99,6 +66,7 @@ class SummarizerPolicy(_Strict):
     failover_models: list[str] = Field(default_factory=list, description="Models tried in order when the primary model keeps failing.")
     api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible server (llama.cpp, vLLM, a proxy).")
     api_key_env: str | None = Field(None, description="Name of the environment variable holding the API key (keys are never stored in policies).")
+    connection: str | None = Field(None, description="Name of a model connection declared by the operator of the compaction service, which supplies the server address and key (the service refuses api_base and api_key_env from clients). The engine itself only carries the name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Extra litellm.completion parameters (temperature, max_tokens...).")
     timeout_seconds: float = Field(120.0, gt=0, description="Timeout of one summary request.")
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
@@ -119,8 +87,6 @@ class SummarizerPolicy(_Strict):
     def _check_prompt(cls, v: str | None) -> str | None:
         if v is None:
             return v
-        from .summarizer.prompts import validate_prompt  # noqa: PLC0415
-
         validate_prompt(v)
         return v
 
@@ -129,8 +95,6 @@ class SummarizerPolicy(_Strict):
     def _check_cache_safe_prompt(cls, v: str | None) -> str | None:
         if v is None:
             return v
-        from .summarizer.cache_safe import validate_cache_safe_prompt  # noqa: PLC0415
-
         validate_cache_safe_prompt(v)
         return v
 
@@ -163,7 +127,7 @@ class FinalizePolicy(_Strict):
     language: str = Field("en", description="Language of the texts the engine writes into a context.")
 
 
-# -- tailoring, branches, hooks (seed parity) -------------------------------------------
+# -- tailoring, branches, hooks ----------------------------------------------------------
 
 class TailoringPolicy(_Strict):
     enabled: bool = Field(False, description="Final budget step of every compaction: while the context (tools included) exceeds the window minus reserved output, drop whole oldest rounds. The system message, summaries, pinned messages and the latest turn are never dropped, and a tool call never loses its results. Dropped originals are archived.")
@@ -179,8 +143,6 @@ class BranchesPolicy(_Strict):
     def _check_allowlist(cls, v: list[str] | None) -> list[str] | None:
         if v is None:
             return v
-        from .branches import normalize_allowlist  # noqa: PLC0415
-
         return normalize_allowlist(v)
 
 
@@ -233,13 +195,13 @@ class Policy(_Strict):
     pin_first_user_message: bool = Field(False, description="Never evict the first user message (the task statement).")
 
     @model_validator(mode="after")
-    def _check_encoding(self) -> "Policy":
+    def _check_encoding(self) -> Policy:
         if self.encoding and self.encoding not in ("o200k_base", "cl100k_base", "p50k_base"):
             raise ValueError(f"unknown encoding {self.encoding!r}; offline encodings are o200k_base, cl100k_base, p50k_base")
         return self
 
     @model_validator(mode="after")
-    def _follow_language(self) -> "Policy":
+    def _follow_language(self) -> Policy:
         """One ``language`` for every engine text: the section languages follow it."""
         if self.language is None:
             return self
@@ -262,8 +224,6 @@ class Policy(_Strict):
     def _check_language(cls, v: str | None) -> str | None:
         if v is None:
             return v
-        from . import locales  # noqa: PLC0415
-
         if not locales.has(v):
             raise ValueError(f"no texts for language {v!r}; available: {', '.join(locales.available())} "
                              f"(adding one is one file: compaction/locales/{v}.py)")
@@ -271,7 +231,7 @@ class Policy(_Strict):
 
     # -- loading -------------------------------------------------------------------
     @classmethod
-    def load(cls, data: dict | str | "Policy") -> "Policy":
+    def load(cls, data: dict[str, Any] | str | Policy) -> Policy:
         """Build from a dict or JSON text, raising PolicyError that names the bad field."""
         if isinstance(data, Policy):
             return data
@@ -282,22 +242,18 @@ class Policy(_Strict):
         except ValidationError as exc:
             raise policy_error(exc) from None
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "Policy":
+    def with_overrides(self, overrides: dict[str, Any]) -> Policy:
         """Apply ``{"dotted.path": value}`` overrides and re-validate the whole policy."""
         data = self.model_dump(mode="json")
         for path, value in overrides.items():
             set_dotted(data, path, value)
         return Policy.load(data)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
-_CONDITION_KINDS = {"tokens", "window_fraction", "messages", "tokens_since_summary", "window_fraction_since_summary",
-                    "messages_since_summary", "idle_seconds", "any", "all"}
-
-
-def _clean_loc(loc: tuple) -> str:
+def _clean_loc(loc: tuple[int | str, ...]) -> str:
     """Dotted field path without pydantic's union tags (trigger.any.conditions.0.tokens.threshold
     becomes trigger.conditions.0.threshold)."""
     parts: list[str] = []
@@ -305,7 +261,7 @@ def _clean_loc(loc: tuple) -> str:
         p = str(p)
         if p.startswith(("function-", "tagged-union")):
             continue
-        if p in _CONDITION_KINDS and parts and (parts[-1] == "trigger" or parts[-1].isdigit()):
+        if p in CONDITION_KINDS and parts and (parts[-1] == "trigger" or parts[-1].isdigit()):
             continue
         parts.append(p)
     return ".".join(parts)
@@ -323,7 +279,7 @@ def policy_error(exc: ValidationError) -> PolicyError:
     return PolicyError(msg, field=loc or None)
 
 
-def set_dotted(data: dict, path: str, value: Any) -> None:
+def set_dotted(data: dict[str, Any], path: str, value: Any) -> None:
     parts = path.split(".")
     node = data
     for i, key in enumerate(parts[:-1]):
@@ -338,5 +294,5 @@ def set_dotted(data: dict, path: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _optional_keys(node: dict) -> set:
+def _optional_keys(node: dict[str, Any]) -> set[str]:
     return set(node)

@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from .conditions import Condition
 from .policy import Policy
 
 
@@ -34,10 +35,8 @@ def policy_fields() -> list[tuple[str, Any, str]]:
 
 
 def trigger_kinds() -> list[tuple[str, str]]:
-    from . import policy as P
-
-    out = []
-    for cls in get_args(get_args(P.Condition)[0]):
+    out: list[tuple[str, str]] = []
+    for cls in get_args(get_args(Condition)[0]):
         kind = cls.model_fields["kind"].default
         params = ", ".join(f"`{n}`: {f.description}" for n, f in cls.model_fields.items() if n != "kind")
         out.append((kind, params))

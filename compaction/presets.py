@@ -14,19 +14,15 @@ semantics in our vocabulary; ``default`` is ours and takes the best of them.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import PolicyError
+from .messages import JSONObject
 from .policy import Policy
 from .reduction import config as reduction_config
 
 
-def _reduction(name: str):
-    factory = getattr(reduction_config, name, None)
-    return factory() if factory else reduction_config.ReductionPolicy()
-
-
-def _default() -> dict:
+def _default() -> JSONObject:
     return {
         "name": "default",
         "description": "Ours: reduce tool output first, then summarize with a kept tail that respects tool pairs.",
@@ -35,11 +31,11 @@ def _default() -> dict:
         "cut": {"keep_messages": 12, "keep_fraction": 0.25, "search": "forward", "user_turn": "prefer"},
         "summarizer": {"max_summary_words": 600, "retry": {"max_retries": 3}},
         "finalize": {"injection": "user", "preserve_user_messages": True},
-        "reduction": _reduction("default_reduction").model_dump(mode="json"),
+        "reduction": reduction_config.default_reduction().model_dump(mode="json"),
     }
 
 
-def _eino() -> dict:
+def _eino() -> JSONObject:
     return {
         "name": "eino",
         "description": "Eino summarization + reduction middlewares at their defaults.",
@@ -49,11 +45,11 @@ def _eino() -> dict:
         "summarizer": {"retry": {"max_retries": 0}},
         "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": True,
                      "preserve_user_max_tokens": 160_000 // 3, "preserve_user_max_messages": 10_000},
-        "reduction": _reduction("eino_reduction").model_dump(mode="json"),
+        "reduction": reduction_config.eino_reduction().model_dump(mode="json"),
     }
 
 
-def _deepagents() -> dict:
+def _deepagents() -> JSONObject:
     return {
         "name": "deepagents",
         "description": "DeepAgents SummarizationMiddleware at its defaults (cannot cut single-turn runs).",
@@ -67,7 +63,7 @@ def _deepagents() -> dict:
     }
 
 
-def _trpc() -> dict:
+def _trpc() -> JSONObject:
     return {
         "name": "trpc",
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
@@ -76,7 +72,7 @@ def _trpc() -> dict:
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require"},
         "summarizer": {"max_summary_words": 300, "retry": {"max_retries": 0}, "cache_safe": False},
         "finalize": {"injection": "system", "acknowledgement": False, "preserve_user_messages": False},
-        "reduction": _reduction("trpc_reduction").model_dump(mode="json"),
+        "reduction": reduction_config.trpc_reduction().model_dump(mode="json"),
         # Model-layer token tailoring is tRPC's final fallback; MaxHistoryRuns defaults to 0 (no
         # limit) and only applies without summaries; branch summaries cascade to the whole session
         # and every filter key is allowed; cache-safe forking is opt-in.
@@ -86,7 +82,7 @@ def _trpc() -> dict:
     }
 
 
-def _sagents() -> dict:
+def _sagents() -> JSONObject:
     return {
         "name": "sagents",
         "description": "Sagents Summarization: 170k tokens, keep 6 messages, backwards safe-cutoff search.",
@@ -98,7 +94,7 @@ def _sagents() -> dict:
     }
 
 
-def _langchain() -> dict:
+def _langchain() -> JSONObject:
     return {
         "name": "langchain",
         "description": "LangChain v1 SummarizationMiddleware: token trigger, keep 20 messages, summarizer sees the last 4,000 tokens.",
@@ -110,28 +106,28 @@ def _langchain() -> dict:
     }
 
 
-def _anthropic_clear() -> dict:
+def _anthropic_clear() -> JSONObject:
     return {
         "name": "anthropic-clear-tool-uses",
         "description": "Anthropic's clear_tool_uses context edit: clear old tool results over 100k tokens, keep 3 tool uses. No summaries.",
         "summarize": False,
         "trigger": {"kind": "tokens", "threshold": 100_000},
-        "reduction": _reduction("anthropic_clear_tool_uses").model_dump(mode="json"),
+        "reduction": reduction_config.anthropic_clear_tool_uses().model_dump(mode="json"),
     }
 
 
-def _langchain_context_editing() -> dict:
+def _langchain_context_editing() -> JSONObject:
     return {
         "name": "langchain-context-editing",
         "description": "LangChain ContextEditingMiddleware with ClearToolUsesEdit defaults. No summaries.",
         "summarize": False,
         "counter": "approx",
         "trigger": {"kind": "tokens", "threshold": 100_000},
-        "reduction": _reduction("langchain_context_editing").model_dump(mode="json"),
+        "reduction": reduction_config.langchain_context_editing().model_dump(mode="json"),
     }
 
 
-PRESETS: dict[str, Callable[[], dict]] = {
+PRESETS: dict[str, Callable[[], JSONObject]] = {
     "default": _default,
     "eino": _eino,
     "deepagents": _deepagents,

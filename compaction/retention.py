@@ -2,9 +2,8 @@
 
 Identifiers are the concrete handles an agent needs to continue work after a summary:
 
-``path``          file paths: unix (``/etc/hosts``, ``./a.sh``, ``src/app/models.py``), windows
-                  (``C:\\Users\\me\\x.txt``) and bare file names with a known extension (``setup.cfg``)
-``url``           ``http(s)://``, ``ftp://``, ``file://``, ``ws(s)://`` URLs
+``path``, ``url`` file paths and URLs, as :mod:`compaction.identifiers` defines them (the
+                  extractive summary's "Files and paths" section reads them the same way)
 ``uuid``          ``8-4-4-4-12`` hex UUIDs
 ``hex_id``        hex runs of 7+ characters holding both a digit and a letter (git shas, hashes)
 ``number_unit``   a number with a unit or counted noun: ``200 ms``, ``3.5GB``, ``95%``, ``404 errors``,
@@ -17,11 +16,11 @@ Identifiers are the concrete handles an agent needs to continue work after a sum
                   ``「...」``), 3-80 characters
 
 Within a whitespace-separated token, each stretch of text is claimed by the first kind
-that matches it, in the order url, uuid, path, error, hex_id, code (a URL is not also a
-path; ``src/models.py`` is not also the code identifier ``models.py``). Numbers with units
-and quoted strings may span a space and are read from the running text independently.
-Long base64 runs (embedded files) are ignored. ASCII word boundaries are used, so
-identifiers glued to CJK text (``修改config_file文件``) are still found.
+that matches it, in the order url, path, uuid, error, hex_id, code (a URL is not also a
+path, a UUID inside a path stays part of the path, ``src/models.py`` is not also the code
+identifier ``models.py``). Numbers with units and quoted strings may span a space and
+are read from the running text independently. Long base64 runs (embedded files) are
+ignored. ASCII word boundaries are used, so identifiers glued to CJK text (``修改config_file文件``) are still found.
 
 *Referenced* identifiers are those the user or the agent wrote: user and assistant text
 and tool-call arguments (JSON string values). *All* identifiers add tool results (and
@@ -32,12 +31,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Literal
 
+from .identifiers import PATH_RE, URL_RE, clean_path, clean_url
 from .messages import iter_text
 
-KINDS = ("path", "url", "uuid", "hex_id", "number_unit", "error", "code", "quoted")
+Kind = Literal["path", "url", "uuid", "hex_id", "number_unit", "error", "code", "quoted"]
+KINDS: tuple[Kind, ...] = ("path", "url", "uuid", "hex_id", "number_unit", "error", "code", "quoted")
+Origin = Literal["user", "assistant", "arguments", "tool", "system"]
+Found = dict[Kind, set[str]]   # identifiers found so far, per kind
 MISSING_LIMIT = 50
 MAX_IDENTIFIER_LEN = 300
 
@@ -46,36 +50,7 @@ _A = re.ASCII
 # Embedded files (images, archives) in text: never identifiers, and slow to scan.
 _BASE64_RE = re.compile(r"[A-Za-z0-9+/]{200,}={0,2}")
 
-_URL_RE = re.compile(r"""\b(?:https?|ftp|file|wss?)://[^\s<>"'`|\\^{}\[\]]+""", re.IGNORECASE)
-
 _UUID_RE = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", _A)
-
-_EXTENSIONS = (
-    "py pyi pyx pyc ipynb js jsx mjs cjs ts tsx json jsonl ndjson yaml yml toml ini cfg conf env properties "
-    "md mdx rst txt csv tsv log xml html htm css scss sass less sql sh bash zsh fish ps1 bat cmd "
-    "c h cc cpp hpp cxx hxx rs go java kt kts scala rb php swift cs fs dart ex exs erl hrl hs lua jl "
-    "vue svelte lock gradle mk cmake proto graphql gql tf tfvars hcl nix dockerfile "
-    "png jpg jpeg gif svg webp ico bmp tiff pdf doc docx xls xlsx ppt pptx zip gz tgz tar bz2 xz 7z whl egg "
-    "so dylib dll exe bin o a db sqlite sqlite3 dcm parquet pkl pickle npy npz h5 onnx pt ckpt safetensors "
-    "patch diff orig bak tmp pem key crt csr pub p12 jar war class wasm map"
-).split()
-_SPECIAL_FILES = ("Makefile", "Dockerfile", "Containerfile", "Jenkinsfile", "Vagrantfile", "Gemfile",
-                  "Rakefile", "Procfile", "Justfile", "CMakeLists.txt", "README", "LICENSE", "CHANGELOG")
-_EXTENSION_SET = frozenset(_EXTENSIONS)
-_SEG = r"(?>[A-Za-z0-9_@+.$-]+)"          # atomic: no backtracking inside a segment
-_STEM = r"(?>[A-Za-z0-9_@+$-]+)"
-_PATH_RE = re.compile(
-    r"(?<![A-Za-z0-9_/~.@+$:\\-])(?:"
-    r"[A-Za-z]:(?:\\{1,2}" + _SEG + r")+\\{0,2}"        # windows: C:\dir\file (JSON-escaped too)
-    r"|(?:~|\.{1,2})?(?:/" + _SEG + r")+/?"                  # absolute, ~/..., ./..., ../...
-    r"|" + _SEG + r"(?:/" + _SEG + r")+/?"                   # relative with a slash
-    r"|" + _STEM + r"(?:\." + _STEM + r")+"                  # name.ext (extension checked in _clean_path)
-    r"|(?:" + "|".join(re.escape(s) for s in _SPECIAL_FILES) + r")(?![A-Za-z0-9_.])"
-    r")",
-    _A,
-)
-_SLASH_WORDS = frozenset({"and/or", "either/or", "i/o", "yes/no", "on/off", "true/false", "he/she", "his/her",
-                          "w/o", "n/a", "read/write", "input/output", "client/server", "s/he"})
 
 _HEX_RE = re.compile(r"\b(?:0x)?(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b", _A)
 
@@ -116,7 +91,6 @@ _QUOTED_RE = re.compile(
 )
 _HAS_ALNUM = re.compile(r"\w")
 
-_TRAILING = ".,;:!?"
 
 
 @dataclass
@@ -124,24 +98,29 @@ class Identifiers:
     """Identifiers of a span. ``by_kind`` holds every identifier (referenced or not) per kind."""
     referenced: set[str] = field(default_factory=set)
     all: set[str] = field(default_factory=set)
-    by_kind: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in KINDS})
+    by_kind: Found = field(default_factory=lambda: {k: set() for k in KINDS})
 
 
 # -- text of messages ---------------------------------------------------------------------
 
-def _raw(message: Any) -> dict:
-    return message.raw if hasattr(message, "raw") else message
+def _raw(message: Any) -> dict[str, Any]:
+    """The provider dict of a message given as a dict or as a :class:`~compaction.messages.Message`."""
+    raw = getattr(message, "raw", message)
+    return raw if isinstance(raw, dict) else {}
 
 
 def _json_strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _json_strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _json_strings(v)
+    """Every string value in a parsed JSON document, in document order. A loop over an
+    explicit stack, not recursion: an agent's arguments may nest as deep as the parser allows."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
 
 
 def _argument_texts(arguments: Any) -> Iterator[str]:
@@ -150,16 +129,18 @@ def _argument_texts(arguments: Any) -> Iterator[str]:
         return
     try:
         parsed = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         yield arguments
         return
     yield from _json_strings(parsed)
 
 
-def _pieces(raw: dict) -> Iterator[tuple[str, str]]:
-    """(origin, text) for one message; origin is user|assistant|arguments|tool|system."""
-    role = raw.get("role")
-    origin = {"user": "user", "assistant": "assistant", "tool": "tool"}.get(role, "system")
+_ORIGINS: dict[object, Origin] = {"user": "user", "assistant": "assistant", "tool": "tool"}
+
+
+def _pieces(raw: dict[str, Any]) -> Iterator[tuple[Origin, str]]:
+    """(origin, text) for one message: its content, and the argument values of its tool calls."""
+    origin = _ORIGINS.get(raw.get("role"), "system")
     for text in iter_text(raw.get("content")):
         if text:
             yield origin, text
@@ -186,34 +167,7 @@ def render_text(messages: Iterable[Any]) -> str:
 
 # -- extraction -------------------------------------------------------------------------------
 
-def _clean_path(s: str) -> str | None:
-    s = s.rstrip(_TRAILING)
-    if "/" not in s and "\\" not in s and "." in s:
-        # a bare file name: only with a known extension (os.path.join is code, setup.cfg a file)
-        return s if s.rsplit(".", 1)[1].lower() in _EXTENSION_SET else None
-    if "\\" in s:
-        s = re.sub(r"\\\\", r"\\", s)
-        return s if len(s) >= 4 else None
-    if len(s) < 3 or not re.search(r"[A-Za-z]", s):
-        return None
-    if "/" in s and not s.startswith(("/", "~", ".")):
-        segments = [p for p in s.split("/") if p]
-        if s.lower() in _SLASH_WORDS or ("." not in s and (any(len(p) == 1 for p in segments)
-                                                          or all(len(p) <= 2 for p in segments))):
-            return None  # and/or, req/s, km/h, I/O
-        if all(p.isdigit() for p in segments):
-            return None
-    if s.startswith("/") and s.count("/") == 1 and len(s) < 4:
-        return None
-    return s
-
-
-def _clean_url(s: str) -> str | None:
-    s = s.rstrip(_TRAILING + ")'\"")
-    return s if len(s) > 10 else None
-
-
-def _clean_number(m: re.Match) -> str:
+def _clean_number(m: re.Match[str]) -> str:
     if m.group(5) is not None:
         return "$" + m.group(5)
     number = m.group(1) + m.group(2)
@@ -229,20 +183,21 @@ def _clean_code(s: str) -> str | None:
     return s
 
 
+Cleaner = Callable[[str], str | None]
 # Passes over whitespace-free tokens: (kind, pattern, cleaner returning the identifier or None).
-_TOKEN_PASSES = (
-    ("url", _URL_RE, lambda m: _clean_url(m.group(0))),
-    ("uuid", _UUID_RE, lambda m: m.group(0).lower()),
-    ("path", _PATH_RE, lambda m: _clean_path(m.group(0))),
-    ("error", _ERROR_RE, lambda m: m.group(0)),
-    ("hex_id", _HEX_RE, lambda m: m.group(0)),
-    ("code", _CODE_RE, lambda m: _clean_code(m.group(0))),
+_TOKEN_PASSES: tuple[tuple[Kind, re.Pattern[str], Cleaner], ...] = (
+    ("url", URL_RE, clean_url),
+    ("path", PATH_RE, clean_path),
+    ("uuid", _UUID_RE, str.lower),
+    ("error", _ERROR_RE, str),
+    ("hex_id", _HEX_RE, str),
+    ("code", _CODE_RE, _clean_code),
 )
 # Tokens that cannot hold an identifier: plain lower-case words and bare numbers.
 _BORING = re.compile(r"[a-z]*[.,;:!?)]*|[0-9.,:%]*")
 
 
-def _scan_full_text(text: str, found: dict[str, set[str]], quoted: bool, tokens: set[str]) -> None:
+def _scan_full_text(text: str, found: Found, quoted: bool, tokens: set[str]) -> None:
     """Kinds that may span whitespace (numbers with units, quoted strings) are read from the
     text itself; everything else is read later from the span's distinct tokens."""
     if quoted:
@@ -258,7 +213,7 @@ def _scan_full_text(text: str, found: dict[str, set[str]], quoted: bool, tokens:
     tokens.update(text.split())
 
 
-def _scan_tokens(tokens: Iterable[str], found: dict[str, set[str]]) -> None:
+def _scan_tokens(tokens: Iterable[str], found: Found) -> None:
     interesting = []
     for tok in tokens:
         if _BORING.fullmatch(tok):
@@ -270,8 +225,8 @@ def _scan_tokens(tokens: Iterable[str], found: dict[str, set[str]]) -> None:
     for kind, pattern, clean in _TOKEN_PASSES:
         bucket = found[kind]
 
-        def take(m: re.Match, bucket=bucket, clean=clean) -> str:
-            value = clean(m)
+        def take(m: re.Match[str], bucket: set[str] = bucket, clean: Cleaner = clean) -> str:
+            value = clean(m.group(0))
             if not value:
                 return m.group(0)  # not this kind: leave the text to the next passes
             if len(value) <= MAX_IDENTIFIER_LEN:
@@ -281,21 +236,21 @@ def _scan_tokens(tokens: Iterable[str], found: dict[str, set[str]]) -> None:
         text = pattern.sub(take, text)
 
 
-def _extract_text(text: str, found: dict[str, set[str]], quoted: bool) -> None:
+def _extract_text(text: str, found: Found, quoted: bool) -> None:
     """Identifiers of one text (used by tests and tools; the span extractor batches tokens)."""
     tokens: set[str] = set()
     _scan_full_text(text, found, quoted, tokens)
     _scan_tokens(tokens, found)
 
 
-def extract_identifiers(messages: list[dict]) -> Identifiers:
+def extract_identifiers(messages: Iterable[Any]) -> Identifiers:
     """Identifiers of a message list (dicts or :class:`~compaction.messages.Message`).
 
     Each distinct whitespace-separated token of the span is examined once, so repeated
     text (the norm in agent transcripts) costs almost nothing.
     """
-    referenced = {k: set() for k in KINDS}
-    others = {k: set() for k in KINDS}
+    referenced: Found = {k: set() for k in KINDS}
+    others: Found = {k: set() for k in KINDS}
     ref_tokens: set[str] = set()
     other_tokens: set[str] = set()
     seen: set[tuple[bool, int, str]] = set()  # repeated texts (re-read files, retried commands) once
@@ -364,12 +319,12 @@ class _Haystack:
         return needle in self.text
 
 
-def _stats(total: set[str], kept: set[str]) -> dict:
+def _stats(total: set[str], kept: set[str]) -> dict[str, Any]:
     n, k = len(total), len(total & kept)
     return {"total": n, "kept": k, "score": round(k / n, 4) if n else None}
 
 
-def retention(evicted: list[dict], new_context: list[dict] | str) -> dict:
+def retention(evicted: Iterable[Any], new_context: Iterable[Any] | str) -> dict[str, Any]:
     """Share of the evicted span's identifiers present in the new context.
 
     Returns ``{"referenced": {"total", "kept", "score"}, "all": {...}, "missing": [...],

@@ -9,7 +9,8 @@
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from .archive import ArchiveBackend, MemoryArchive, replay
 from .compactor import Compactor, Hooks
@@ -17,19 +18,19 @@ from .context import LiveContext
 from .messages import Message, tool_name_index
 from .outcome import Outcome, Skipped
 from .policy import Policy
-from .triggers import LazyTrigger, compile_condition, usable_window
+from .reduction.pipeline import clearing_due, on_append
+from .tailoring import tailoring_due
+from .triggers import LazyTrigger, TriggerState, compile_condition, usable_window
 
 
 def reduction_due(policy: Policy, total_tokens: int, window: int) -> bool:
     """O(1): whether tool-output reduction has anything to consider before the next call."""
-    from .reduction.pipeline import clearing_due  # noqa: PLC0415
-
     return clearing_due(policy.reduction, total_tokens, usable_window(window, policy.reserved_output_tokens))
 
 
 class CompactionSession:
-    def __init__(self, policy: Policy | str | dict = "default", *, archive: ArchiveBackend | None = None,
-                 session_id: str = "session", tools: list[dict] | None = None, hooks: Hooks | None = None):
+    def __init__(self, policy: Policy | str | dict[str, Any] = "default", *, archive: ArchiveBackend | None = None,
+                 session_id: str = "session", tools: list[dict[str, Any]] | None = None, hooks: Hooks | None = None):
         self.archive = archive if archive is not None else MemoryArchive()
         self.compactor = Compactor(policy, archive=self.archive, session_id=session_id, hooks=hooks)
         self.policy = self.compactor.policy
@@ -39,10 +40,10 @@ class CompactionSession:
                                                self.policy.reserved_output_tokens)
         self.outcomes: list[Outcome] = []
         self._tool_names: dict[str, str] = {}
-        self.truncation_events: list[dict] = []
+        self.truncation_events: list[dict[str, Any]] = []
 
     # -- feeding -------------------------------------------------------------------
-    def append(self, raw: dict, at: float | None = None) -> Message:
+    def append(self, raw: dict[str, Any], at: float | None = None) -> Message:
         msg = self.live.append(raw, at)
         if msg.tool_calls:
             self._tool_names.update(tool_name_index([msg]))
@@ -50,13 +51,11 @@ class CompactionSession:
             msg = self._truncate_on_arrival(msg)
         return msg
 
-    def extend(self, raws: list[dict]) -> None:
+    def extend(self, raws: list[dict[str, Any]]) -> None:
         for raw in raws:
             self.append(raw)
 
     def _truncate_on_arrival(self, msg: Message) -> Message:
-        from .reduction.pipeline import on_append  # noqa: PLC0415
-
         rr = on_append(msg, policy=self.policy.reduction, counter=self.live.counter, session_id=self.session_id,
                        tool_name=self._tool_names.get(msg.tool_call_id or ""))
         if rr.abandoned or not rr.entries:
@@ -69,7 +68,7 @@ class CompactionSession:
         return new
 
     # -- checking ------------------------------------------------------------------
-    def trigger_state(self, now: float | None = None):
+    def trigger_state(self, now: float | None = None) -> TriggerState:
         live = self.live
         return self.compactor.trigger_state(live.total_tokens, len(live.messages), live.since_summary_tokens,
                                             live.since_summary_messages, live.last_message_at, now)
@@ -90,33 +89,31 @@ class CompactionSession:
 
     # -- compacting ----------------------------------------------------------------
     def compact(self, force: bool = False, run_id: str | None = None,
-                on_event: Callable[[dict], None] | None = None,
-                progress: Callable[[str, dict], None] | None = None) -> Outcome | Skipped:
+                on_event: Callable[[dict[str, Any]], None] | None = None,
+                progress: Callable[[str, dict[str, Any]], None] | None = None) -> Outcome | Skipped:
         out = self.compactor.compact(self.live.messages, self.live.tools, force=force, run_id=run_id,
                                      on_event=on_event, progress=progress, last_message_at=self.live.last_message_at)
-        if out:
+        if isinstance(out, Outcome):
             self.live.replace(out.messages, summarized=out.summarized)
             self.outcomes.append(out)
         return out
 
-    def before_model_call(self, **kwargs) -> Outcome | Skipped | None:
+    def before_model_call(self, **kwargs: Any) -> Outcome | Skipped | None:
         """What an agent loop calls before each model call: compact when anything is due."""
         if self.should_compact().fired or self.reduction_due() or self.tailoring_due():
             return self.compact(**kwargs)
         return None
 
     def tailoring_due(self) -> bool:
-        from .tailoring import tailoring_due  # noqa: PLC0415
-
         return tailoring_due(self.policy, self.live.total_tokens, self.compactor.window)
 
     # -- reading -------------------------------------------------------------------
-    def context(self) -> list[dict]:
+    def context(self) -> list[dict[str, Any]]:
         return self.live.render()
 
     @property
     def total_tokens(self) -> int:
         return self.live.total_tokens
 
-    def replay(self) -> list[dict]:
+    def replay(self) -> list[dict[str, Any]]:
         return replay(self.archive.entries(self.session_id), self.live.messages)

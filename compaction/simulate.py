@@ -3,24 +3,194 @@
 Messages are fed one at a time. Before each assistant message (a model call) the loop
 does what an integration would do: compact if anything is due, then "send" the context.
 The report says where compactions fired, what they cost and whether integrity held.
+
+``run_simulation`` gives the report as a ``SimulationReport``; ``simulate`` gives the
+same report as the JSON object the CLI prints and the service's simulate endpoint returns.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from .archive import ArchiveBackend, MemoryArchive
 from .context import tool_pairs_ok
 from .errors import CompactionError, SummaryError
 from .messages import canonical_json
+from .outcome import Outcome
 from .policy import Policy
 from .session import CompactionSession
 
 
-def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, tools: list[dict] | None = None,
-             archive: ArchiveBackend | None = None, session_id: str = "replay",
-             keep_contexts: bool = False, progress: Callable[[int, int], None] | None = None,
-             counterfactual: bool = False) -> dict:
+@dataclass(frozen=True)
+class FiredCompaction:
+    """One compaction the replay performed, before the model call at message ``at``."""
+
+    at: int
+    trigger: str | None
+    summarized: bool
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    evicted_messages: int
+    summary_tokens: int
+    retention: float | None
+    retention_all: float | None
+    compression: float | None
+    attempts: int
+    model: str | None
+    tokens_cleared: int
+    tokens_truncated: int
+    reduction_events: int
+    archive_refs: list[str]
+    notes: list[str]
+
+    @classmethod
+    def of(cls, at: int, out: Outcome) -> FiredCompaction:
+        retention = out.retention or {}
+        return cls(
+            at=at,
+            trigger=(out.trigger or {}).get("reason"),
+            summarized=out.summarized,
+            tokens_before=out.tokens_before["total"],
+            tokens_after=out.tokens_after["total"],
+            messages_before=out.messages_before,
+            messages_after=out.messages_after,
+            evicted_messages=out.evicted_messages,
+            summary_tokens=out.summary_tokens,
+            retention=(retention.get("referenced") or {}).get("score"),
+            retention_all=(retention.get("all") or {}).get("score"),
+            compression=out.compression,
+            attempts=len(out.attempts),
+            model=out.model,
+            tokens_cleared=out.tokens_cleared,
+            tokens_truncated=out.tokens_truncated,
+            reduction_events=out.reduction_events,
+            archive_refs=out.archive_refs,
+            notes=out.notes,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FailedCompaction:
+    """A compaction that raised; the replay goes on with the context uncompacted."""
+
+    at: int
+    error: str
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """Tool calls still paired with their results, and archive + context replaying the
+    original history exactly (``error`` says what differed)."""
+
+    tool_pairs_ok: bool
+    replay_exact: bool
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.tool_pairs_ok and self.replay_exact
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tool_pairs_ok": self.tool_pairs_ok, "replay_exact": self.replay_exact}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class KeptContexts:
+    """What ``keep_contexts`` adds: the context size sent at each model call, the final
+    context, and the replayed history (None when it did not replay exactly)."""
+
+    per_call: list[int]
+    context: list[dict[str, Any]]
+    replay: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class SimulationReport:
+    session: str
+    policy: str
+    window: int
+    window_source: str
+    counter: str
+    messages: int
+    model_calls: int
+    compactions: list[FiredCompaction]
+    failed_compactions: list[FailedCompaction]
+    peak_context_tokens: int
+    final_context_tokens: int
+    final_context_messages: int
+    overflow_calls: int
+    llm_calls: int
+    tokens_cleared: int
+    tokens_truncated: int
+    reduction_events: int
+    summaries_avoided_by_reduction: int
+    integrity: Integrity
+    elapsed_s: float
+    #: LLM summaries the same replay makes without reduction (counterfactual runs only).
+    summaries_without_reduction: int | None = None
+    kept: KeptContexts | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON (``python -m compaction replay --json``)."""
+        out: dict[str, Any] = {
+            "session": self.session,
+            "policy": self.policy,
+            "window": self.window,
+            "window_source": self.window_source,
+            "counter": self.counter,
+            "messages": self.messages,
+            "model_calls": self.model_calls,
+            "compactions": [c.to_dict() for c in self.compactions],
+            "failed_compactions": [f.to_dict() for f in self.failed_compactions],
+            "peak_context_tokens": self.peak_context_tokens,
+            "final_context_tokens": self.final_context_tokens,
+            "final_context_messages": self.final_context_messages,
+            "overflow_calls": self.overflow_calls,
+            "llm_calls": self.llm_calls,
+            "tokens_cleared": self.tokens_cleared,
+            "tokens_truncated": self.tokens_truncated,
+            "reduction_events": self.reduction_events,
+            "summaries_avoided_by_reduction": self.summaries_avoided_by_reduction,
+            "integrity": self.integrity.to_dict(),
+            "elapsed_s": self.elapsed_s,
+        }
+        if self.summaries_without_reduction is not None:
+            out["summaries_without_reduction"] = self.summaries_without_reduction
+        if self.kept is not None:
+            out["context_per_call"] = self.kept.per_call
+            out["context"] = self.kept.context
+            out["replay"] = self.kept.replay
+        return out
+
+
+def simulate(messages: list[dict[str, Any]], policy: Policy | str | dict[str, Any] = "default", *,
+             tools: list[dict[str, Any]] | None = None, archive: ArchiveBackend | None = None,
+             session_id: str = "replay", keep_contexts: bool = False,
+             progress: Callable[[int, int], None] | None = None, counterfactual: bool = False) -> dict[str, Any]:
+    """Replay ``messages`` through ``policy``; the report as JSON (see ``run_simulation``)."""
+    return run_simulation(messages, policy, tools=tools, archive=archive, session_id=session_id,
+                          keep_contexts=keep_contexts, progress=progress, counterfactual=counterfactual).to_dict()
+
+
+def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[str, Any] = "default", *,
+                   tools: list[dict[str, Any]] | None = None, archive: ArchiveBackend | None = None,
+                   session_id: str = "replay", keep_contexts: bool = False,
+                   progress: Callable[[int, int], None] | None = None,
+                   counterfactual: bool = False) -> SimulationReport:
     """Replay ``messages`` through ``policy``. With ``counterfactual`` and reduction enabled, the
     session is replayed a second time without reduction (offline summarizer, in memory) to
     count the LLM summaries the reduction made unnecessary."""
@@ -30,8 +200,8 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
     model_calls = overflow = llm_calls = 0
     peak = 0
     pairs_ok = True
-    compactions: list[dict] = []
-    failures: list[dict] = []
+    compactions: list[FiredCompaction] = []
+    failures: list[FailedCompaction] = []
     contexts: list[int] = []
     summaries_avoided = 0
     total = len(messages)
@@ -40,15 +210,15 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
             try:
                 out = session.before_model_call()
             except (SummaryError, CompactionError) as exc:
-                attempts = [a.to_dict() if hasattr(a, "to_dict") else a for a in getattr(exc, "attempts", [])]
+                attempts = getattr(exc, "attempts", [])
                 llm_calls += len(attempts)
-                failures.append({"at": index, "error": str(exc), "attempts": len(attempts)})
+                failures.append(FailedCompaction(at=index, error=str(exc), attempts=len(attempts)))
                 out = None
-            if out:
+            if isinstance(out, Outcome):
                 llm_calls += len(out.attempts)
                 if not out.summarized and any("no summary needed" in n for n in out.notes):
                     summaries_avoided += 1
-                compactions.append(_compaction_row(index, out))
+                compactions.append(FiredCompaction.of(index, out))
                 if not tool_pairs_ok(out.context):
                     pairs_ok = False
             model_calls += 1
@@ -62,81 +232,51 @@ def simulate(messages: list[dict], policy: Policy | str | dict = "default", *, t
             progress(index + 1, total)
     context = session.context()
     # the final context may end with calls still waiting for results; that is legal
-    pairs_ok = pairs_ok and _pairs_ok_allowing_trailing(context)
+    pairs_ok = pairs_ok and tool_pairs_ok(context)
     try:
         replayed = session.replay()
         replay_exact = canonical_json(replayed) == canonical_json(messages)
         replay_error = None if replay_exact else "replayed sequence differs from the original"
     except CompactionError as exc:
         replay_exact, replay_error = False, str(exc)
-    report = {
-        "session": session_id,
-        "policy": session.policy.name,
-        "window": window,
-        "window_source": session.compactor.window_source,
-        "counter": session.compactor.counter.name,
-        "messages": len(messages),
-        "model_calls": model_calls,
-        "compactions": compactions,
-        "failed_compactions": failures,
-        "peak_context_tokens": peak,
-        "final_context_tokens": session.total_tokens,
-        "final_context_messages": len(context),
-        "overflow_calls": overflow,
-        "llm_calls": llm_calls,
-        "tokens_cleared": sum(c["tokens_cleared"] for c in compactions),
-        "tokens_truncated": sum(c["tokens_truncated"] for c in compactions) + _arrival_truncated(session),
-        "reduction_events": sum(c["reduction_events"] for c in compactions) + len(session.truncation_events),
-        "summaries_avoided_by_reduction": summaries_avoided,
-        "integrity": {"tool_pairs_ok": pairs_ok, "replay_exact": replay_exact},
-        "elapsed_s": round(time.perf_counter() - started, 3),
-    }
-    if replay_error:
-        report["integrity"]["error"] = replay_error
+    elapsed = round(time.perf_counter() - started, 3)
+    summaries_without: int | None = None
     if counterfactual and session.policy.reduction.enabled:
         without = session.policy.model_copy(deep=True)
         without.reduction.enabled = False
         without.summarizer.model = None
-        alt = simulate(messages, without, tools=tools, session_id=session_id + "-without-reduction")
-        summaries_with = sum(1 for c in compactions if c["summarized"])
-        summaries_without = sum(1 for c in alt["compactions"] if c["summarized"])
-        report["summaries_without_reduction"] = summaries_without
-        report["summaries_avoided_by_reduction"] = max(0, summaries_without - summaries_with)
+        alt = run_simulation(messages, without, tools=tools, session_id=session_id + "-without-reduction")
+        summaries_with = sum(1 for c in compactions if c.summarized)
+        summaries_without = sum(1 for c in alt.compactions if c.summarized)
+        summaries_avoided = max(0, summaries_without - summaries_with)
+    kept = None
     if keep_contexts:
-        report["context_per_call"] = contexts
-        report["context"] = context
-        report["replay"] = session.replay() if replay_exact else None
-    return report
+        kept = KeptContexts(per_call=contexts, context=context, replay=session.replay() if replay_exact else None)
+    return SimulationReport(
+        session=session_id,
+        policy=session.policy.name,
+        window=window,
+        window_source=session.compactor.window_source,
+        counter=session.compactor.counter.name,
+        messages=len(messages),
+        model_calls=model_calls,
+        compactions=compactions,
+        failed_compactions=failures,
+        peak_context_tokens=peak,
+        final_context_tokens=session.total_tokens,
+        final_context_messages=len(context),
+        overflow_calls=overflow,
+        llm_calls=llm_calls,
+        tokens_cleared=sum(c.tokens_cleared for c in compactions),
+        tokens_truncated=sum(c.tokens_truncated for c in compactions) + _arrival_truncated(session),
+        reduction_events=sum(c.reduction_events for c in compactions) + len(session.truncation_events),
+        summaries_avoided_by_reduction=summaries_avoided,
+        integrity=Integrity(tool_pairs_ok=pairs_ok, replay_exact=replay_exact, error=replay_error),
+        elapsed_s=elapsed,
+        summaries_without_reduction=summaries_without,
+        kept=kept,
+    )
 
 
 def _arrival_truncated(session: CompactionSession) -> int:
     return sum(max(0, (e.get("tokens_before") or 0) - (e.get("tokens_after") or 0)) for e in session.truncation_events)
-
-
-def _compaction_row(index: int, out) -> dict:
-    retention = (out.retention or {}).get("referenced", {}) if out.retention else {}
-    return {
-        "at": index,
-        "trigger": (out.trigger or {}).get("reason"),
-        "summarized": out.summarized,
-        "tokens_before": out.tokens_before["total"],
-        "tokens_after": out.tokens_after["total"],
-        "messages_before": out.messages_before,
-        "messages_after": out.messages_after,
-        "evicted_messages": out.evicted_messages,
-        "summary_tokens": out.summary_tokens,
-        "retention": retention.get("score"),
-        "retention_all": ((out.retention or {}).get("all") or {}).get("score") if out.retention else None,
-        "compression": out.compression,
-        "attempts": len(out.attempts),
-        "model": out.model,
-        "tokens_cleared": out.tokens_cleared,
-        "tokens_truncated": out.tokens_truncated,
-        "reduction_events": out.reduction_events,
-        "archive_refs": out.archive_refs,
-        "notes": out.notes,
-    }
-
-
-def _pairs_ok_allowing_trailing(context: list[dict]) -> bool:
-    return tool_pairs_ok(context)

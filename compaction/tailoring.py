@@ -28,16 +28,20 @@ over (``TailorResult.over_budget``); it never cuts inside a message.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from .context import check_tool_pairs, render_messages
 from .cut import pinned_indices, unsafe_boundaries
 from .errors import CompactionError, SessionValidationError
 from .messages import Message, Provenance
+from .policy import Policy
 from .tokens import MessageCounter, MessageTokens
 from .triggers import usable_window
 
 DEFAULT_RESERVED_OUTPUT = 4096
 RUN_START_PROVENANCE = (Provenance.ORIGINAL, Provenance.PINNED, Provenance.PRESERVED)
+# Which of the two steps dropped a message.
+DropCause = Literal["history_runs", "tailoring"]
 
 
 @dataclass
@@ -48,13 +52,13 @@ class TailorResult:
     tokens_before: int                   # messages + tools, before
     tokens_after: int
     over_budget: bool = False            # still over the budget after dropping everything allowed
-    dropped_by: dict[str, str] = field(default_factory=dict)   # message id -> "history_runs" | "tailoring"
+    dropped_by: dict[str, DropCause] = field(default_factory=dict)   # message id -> which step dropped it
     notes: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.dropped)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"dropped": len(self.dropped), "dropped_ids": [m.id for m in self.dropped],
                 "dropped_by": dict(self.dropped_by), "budget": self.budget, "tokens_before": self.tokens_before,
                 "tokens_after": self.tokens_after, "over_budget": self.over_budget, "notes": list(self.notes)}
@@ -62,29 +66,29 @@ class TailorResult:
 
 # -- settings -------------------------------------------------------------------------------
 
-def tailoring_reserve(policy) -> int:
+def tailoring_reserve(policy: Policy) -> int:
     reserve = policy.tailoring.reserved_output_tokens
     if reserve is None:
-        reserve = policy.reserved_output_tokens or DEFAULT_RESERVED_OUTPUT
+        return policy.reserved_output_tokens or DEFAULT_RESERVED_OUTPUT
     return reserve
 
 
-def tailoring_budget(policy, window: int) -> int:
+def tailoring_budget(policy: Policy, window: int) -> int:
     """Tokens the whole context (tools included) may use: window minus the output reserve
     (the reserve never takes more than a quarter of the window)."""
     return usable_window(window, tailoring_reserve(policy))
 
 
-def history_runs_active(policy) -> bool:
+def history_runs_active(policy: Policy) -> bool:
     return policy.history_runs > 0 and not policy.summarize
 
 
-def active(policy) -> bool:
+def active(policy: Policy) -> bool:
     """Whether the final step has anything to do under this policy."""
     return policy.tailoring.enabled or history_runs_active(policy)
 
 
-def tailoring_due(policy, total_tokens: int, window: int, runs: int | None = None) -> bool:
+def tailoring_due(policy: Policy, total_tokens: int, window: int, runs: int | None = None) -> bool:
     """O(1) check for an agent loop: would the final step drop anything now?
     ``runs`` is the number of runs in the context when known (for the history-runs limit)."""
     if policy.tailoring.enabled and total_tokens > tailoring_budget(policy, window):
@@ -184,13 +188,13 @@ def tailor_indices(messages: list[Message], tokens: list[MessageTokens], budget:
     return sorted(dropped), total > budget
 
 
-def apply(messages: list[Message], counter: MessageCounter, policy, window: int, *, tools_tokens: int = 0,
+def apply(messages: list[Message], counter: MessageCounter, policy: Policy, window: int, *, tools_tokens: int = 0,
           tokens: list[MessageTokens] | None = None) -> TailorResult:
     """Both steps as the policy asks: the history-runs limit, then token tailoring."""
     tokens = tokens if tokens is not None else counter.count_many(messages)
     before = sum(t.total for t in tokens) + tools_tokens
     pin_first = policy.pin_first_user_message
-    dropped_by: dict[int, str] = {}
+    dropped_by: dict[int, DropCause] = {}
     notes: list[str] = []
     if history_runs_active(policy):
         for i in limit_history_runs(messages, policy.history_runs, pin_first_user=pin_first):

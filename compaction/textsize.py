@@ -15,8 +15,8 @@ per cut, which no compaction decision is sensitive to; ordinary texts are counte
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 BIG_TEXT_CHARS = 262_144      # texts longer than this are counted slice by slice
 SLICE_CHARS = 65_536
@@ -24,7 +24,7 @@ RUN_CHECK_CHARS = 16_384      # shorter texts are cheap even in the worst case
 LONG_RUN_CHARS = 4096
 RUN_PIECE = 1024
 _WS_RUNS = (" " * 2048, "\n" * 2048, "\t" * 2048, "\r\n" * 1024)
-_LONG_RUN = re.compile(r"\S{%d,}|\s{2048,}" % LONG_RUN_CHARS)
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN_CHARS},}}|\s{{2048,}}")
 
 
 def slices(text: str, size: int = SLICE_CHARS) -> list[str]:

@@ -15,26 +15,36 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Literal, Protocol, get_args
 
-from . import _env  # noqa: F401  (sets TIKTOKEN_CACHE_DIR before tiktoken loads)
+import tiktoken
+
+from . import _env  # noqa: F401  (sets TIKTOKEN_CACHE_DIR before tiktoken loads an encoding)
 from .images import image_tokens
+from .messages import JSONObject, Message, Provenance, RawMessage, canonical_json
 from .textsize import needs_care, safe_count
-from .messages import Message, Provenance, canonical_json
 
 MESSAGE_OVERHEAD = 3
 NAME_OVERHEAD = 1
 TOOL_CALL_OVERHEAD = 3
 TOOL_SCHEMA_OVERHEAD = 10
 
-CATEGORIES = ("system", "tools", "user", "assistant", "tool_calls", "tool_results", "summary")
+Category = Literal["system", "tools", "user", "assistant", "tool_calls", "tool_results", "summary"]
+CATEGORIES: tuple[str, ...] = get_args(Category)  # plain strings: stored totals also carry "total"
+
+CounterKind = Literal["tiktoken", "approx"]
+"""'tiktoken': exact counts with the model's encoding; 'approx': characters / chars_per_token."""
+
+_ROLE_CATEGORY: dict[str, Category] = {"system": "system", "developer": "system", "user": "user",
+                                       "assistant": "assistant", "tool": "tool_results"}
 
 
 @dataclass(frozen=True, slots=True)
 class MessageTokens:
     total: int
-    by_category: dict = field(default_factory=dict)
+    by_category: dict[str, int] = field(default_factory=dict)  # Category -> tokens
 
 
 class TokenCounter(Protocol):
@@ -60,9 +70,7 @@ def encoding_for_model(model: str | None) -> str:
 class TiktokenCounter:
     """Exact counts with a tiktoken encoding (offline through litellm's bundled files)."""
 
-    def __init__(self, encoding: str = "o200k_base"):
-        import tiktoken  # noqa: PLC0415
-
+    def __init__(self, encoding: str = "o200k_base") -> None:
         self.name = encoding
         self._enc = tiktoken.get_encoding(encoding)
 
@@ -94,7 +102,7 @@ class TiktokenCounter:
 class CharCounter:
     """Approximate counter: ceil(characters / chars_per_token). Fast, model-agnostic."""
 
-    def __init__(self, chars_per_token: float = 4.0):
+    def __init__(self, chars_per_token: float = 4.0) -> None:
         if chars_per_token <= 0:
             raise ValueError("chars_per_token must be positive")
         self.chars_per_token = chars_per_token
@@ -107,7 +115,7 @@ class CharCounter:
         return [self.count_text(t) for t in texts]
 
 
-def make_counter(kind: str = "tiktoken", *, model: str | None = None, encoding: str | None = None,
+def make_counter(kind: CounterKind = "tiktoken", *, model: str | None = None, encoding: str | None = None,
                  chars_per_token: float = 4.0) -> TokenCounter:
     if kind == "approx":
         return CharCounter(chars_per_token)
@@ -125,13 +133,14 @@ _COUNTERS: dict[str, TiktokenCounter] = {}
 
 # -- message-level accounting -------------------------------------------------------
 
-def _pieces(raw: dict) -> tuple[list[tuple[str, str]], dict[str, int]]:
+Piece = tuple[Category, str]
+
+
+def _pieces(raw: RawMessage) -> tuple[list[Piece], dict[str, int]]:
     """(category, text) pieces of a message plus the fixed tokens it costs beyond them, by category."""
-    role = raw.get("role")
-    cat = {"system": "system", "developer": "system", "user": "user",
-           "assistant": "assistant", "tool": "tool_results"}.get(role, "user")
-    pieces: list[tuple[str, str]] = []
-    fixed = {cat: MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)}
+    cat = _ROLE_CATEGORY.get(raw.get("role", ""), "user")
+    pieces: list[Piece] = []
+    fixed: dict[str, int] = {cat: MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)}
     content = raw.get("content")
     if isinstance(content, str):
         pieces.append((cat, content))
@@ -158,7 +167,7 @@ def _pieces(raw: dict) -> tuple[list[tuple[str, str]], dict[str, int]]:
     return pieces, fixed
 
 
-def _piece_key(pieces: list[tuple[str, str]], fixed: dict[str, int]) -> str:
+def _piece_key(pieces: list[Piece], fixed: dict[str, int]) -> str:
     """Cache key: a digest of exactly what gets tokenized plus the fixed costs. Cheaper than
     hashing the canonical JSON of the message (which would include base64 images)."""
     h = hashlib.blake2b(repr(sorted(fixed.items())).encode(), digest_size=16)
@@ -170,7 +179,7 @@ def _piece_key(pieces: list[tuple[str, str]], fixed: dict[str, int]) -> str:
 class MessageCounter:
     """Counts whole messages with a text counter and a content-hash cache."""
 
-    def __init__(self, counter: TokenCounter, cache_size: int = 200_000):
+    def __init__(self, counter: TokenCounter, cache_size: int = 200_000) -> None:
         self.counter = counter
         self.cache_size = cache_size
         self._cache: dict[str, MessageTokens] = {}
@@ -186,13 +195,13 @@ class MessageCounter:
                 self._cache.pop(k, None)  # another thread may have dropped it already
         self._cache[key] = value
 
-    def _build(self, counts: Iterable[int], pieces, fixed: dict[str, int]) -> MessageTokens:
+    def _build(self, counts: Iterable[int], pieces: list[Piece], fixed: dict[str, int]) -> MessageTokens:
         by = dict(fixed)
         for (cat, _), n in zip(pieces, counts):
             by[cat] = by.get(cat, 0) + n
         return MessageTokens(sum(by.values()), by)
 
-    def count_raw(self, raw: dict) -> MessageTokens:
+    def count_raw(self, raw: RawMessage) -> MessageTokens:
         pieces, fixed = _pieces(raw)
         key = _piece_key(pieces, fixed)
         hit = self._cache.get(key)
@@ -213,7 +222,7 @@ class MessageCounter:
     def count_many(self, messages: list[Message]) -> list[MessageTokens]:
         """Batch count: one tokenizer batch for every uncached text."""
         results: list[MessageTokens | None] = [None] * len(messages)
-        todo = []
+        todo: list[tuple[str, list[Piece], dict[str, int], int]] = []
         pending: dict[str, list[int]] = {}
         texts: list[str] = []
         for i, m in enumerate(messages):
@@ -235,12 +244,13 @@ class MessageCounter:
             self._store(key, value)
             for i in pending[key]:
                 results[i] = value
-        out = []
+        out: list[MessageTokens] = []
         for m, v in zip(messages, results):
+            assert v is not None  # every position was filled from the cache or by the batch above
             out.append(MessageTokens(v.total, {"summary": v.total}) if m.is_engine_written else v)
         return out
 
-    def count_tools(self, tools: list[dict] | None) -> int:
+    def count_tools(self, tools: list[JSONObject] | None) -> int:
         if not tools:
             return 0
         total = 0
@@ -257,8 +267,8 @@ class CategoryTotals:
 
     __slots__ = ("values", "total")
 
-    def __init__(self, values: dict | None = None):
-        self.values = {c: 0 for c in CATEGORIES}
+    def __init__(self, values: Mapping[str, int] | None = None) -> None:
+        self.values: dict[str, int] = {c: 0 for c in CATEGORIES}
         self.total = 0
         if values:
             for k, v in values.items():
@@ -272,16 +282,16 @@ class CategoryTotals:
             values[k] = values.get(k, 0) + sign * v
         self.total += sign * tokens.total
 
-    def set(self, category: str, value: int) -> None:
+    def set(self, category: Category, value: int) -> None:
         self.total += value - self.values.get(category, 0)
         self.values[category] = value
 
-    def copy(self) -> "CategoryTotals":
+    def copy(self) -> CategoryTotals:
         return CategoryTotals(self.values)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int]:
         return dict(self.values, total=self.total)
 
 
 # Exposed for Message provenance checks elsewhere without importing messages twice.
-ENGINE_WRITTEN = (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)
+ENGINE_WRITTEN: tuple[Provenance, ...] = (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)

@@ -1,34 +1,28 @@
-"""Trigger evaluation: reads running totals only, so a check costs O(size of the condition tree)."""
+"""Trigger evaluation: reads running totals only, so a check costs O(size of the condition tree).
+
+Both checks here are written once over the condition classes of :mod:`compaction.conditions`:
+:func:`evaluate` explains what fired and why, :func:`compile_condition` answers only whether
+it fired, fast enough to run before every model call.
+"""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from . import policy as P
+from .conditions import (
+    STATE_FIELDS,
+    AgeCondition,
+    AnyCondition,
+    Condition,
+    GroupCondition,
+    TriggerState,
+)
+from .windows import usable_window
 
-
-def usable_window(window: int, reserved: int) -> int:
-    """Window minus the room reserved for output. The reserve never takes more than a
-    quarter of the window, so a 4,096-token reserve meant for large models does not
-    swallow a small one."""
-    return max(1, window - min(reserved, window // 4))
-
-
-@dataclass
-class TriggerState:
-    """The numbers a trigger looks at, all maintained incrementally by LiveContext."""
-    context_tokens: int
-    messages: int
-    tokens_since_summary: int
-    messages_since_summary: int
-    last_message_at: float | None
-    window: int
-    reserved_output_tokens: int = 0
-    now: float | None = None
-
-    @property
-    def usable_window(self) -> int:
-        return usable_window(self.window, self.reserved_output_tokens)
+__all__ = ["ConditionResult", "LazyTrigger", "TriggerState", "compile_condition", "evaluate", "token_thresholds",
+           "usable_window"]
 
 
 @dataclass
@@ -37,7 +31,7 @@ class ConditionResult:
     fired: bool
     value: float | None = None
     threshold: float | None = None
-    children: list["ConditionResult"] = field(default_factory=list)
+    children: list[ConditionResult] = field(default_factory=list)
 
     def describe(self) -> str:
         if self.kind in ("any", "all"):
@@ -46,13 +40,13 @@ class ConditionResult:
         mark = "fired" if self.fired else "not met"
         return f"{self.kind} {_fmt(self.value)} > {_fmt(self.threshold)} {mark}"
 
-    def fired_leaves(self) -> list["ConditionResult"]:
+    def fired_leaves(self) -> list[ConditionResult]:
         if self.kind in ("any", "all"):
             return [leaf for c in self.children for leaf in c.fired_leaves()] if self.fired else []
         return [self] if self.fired else []
 
-    def to_dict(self) -> dict:
-        d = {"kind": self.kind, "fired": self.fired}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "fired": self.fired}
         if self.children:
             d["children"] = [c.to_dict() for c in self.children]
         else:
@@ -69,7 +63,7 @@ class ConditionResult:
         return "not triggered: " + self.describe()
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     if v is None:
         return "-"
     if isinstance(v, float) and not v.is_integer():
@@ -77,48 +71,26 @@ def _fmt(v) -> str:
     return str(int(v))
 
 
-def evaluate(cond, s: TriggerState) -> ConditionResult:
-    if isinstance(cond, P.AnyCondition):
+def evaluate(cond: Condition, s: TriggerState) -> ConditionResult:
+    if isinstance(cond, GroupCondition):
         kids = [evaluate(c, s) for c in cond.conditions]
-        return ConditionResult("any", any(k.fired for k in kids), children=kids)
-    if isinstance(cond, P.AllCondition):
-        kids = [evaluate(c, s) for c in cond.conditions]
-        return ConditionResult("all", all(k.fired for k in kids), children=kids)
-    if isinstance(cond, P.TokensCondition):
-        return _leaf(cond.kind, s.context_tokens, cond.threshold)
-    if isinstance(cond, P.WindowFractionCondition):
-        return _leaf(cond.kind, s.context_tokens, cond.fraction * s.usable_window)
-    if isinstance(cond, P.MessagesCondition):
-        return _leaf(cond.kind, s.messages, cond.threshold)
-    if isinstance(cond, P.TokensSinceSummaryCondition):
-        return _leaf(cond.kind, s.tokens_since_summary, cond.threshold)
-    if isinstance(cond, P.WindowFractionSinceSummaryCondition):
-        return _leaf(cond.kind, s.tokens_since_summary, cond.fraction * s.usable_window)
-    if isinstance(cond, P.MessagesSinceSummaryCondition):
-        return _leaf(cond.kind, s.messages_since_summary, cond.threshold)
-    if isinstance(cond, P.IdleCondition):
-        if s.last_message_at is None:
-            return ConditionResult(cond.kind, False, None, cond.seconds)
-        now = time.time() if s.now is None else s.now
-        return _leaf(cond.kind, round(now - s.last_message_at, 3), cond.seconds)
-    raise TypeError(f"unknown condition {cond!r}")
+        return ConditionResult(cond.kind, cond.fires(k.fired for k in kids), children=kids)
+    value = cond.measure(s)
+    limit = cond.limit(s.usable_window)
+    if value is None:
+        return ConditionResult(cond.kind, False, None, limit)
+    return ConditionResult(cond.kind, value > limit, value, round(limit, 3))
 
 
-def _leaf(kind: str, value: float, threshold: float) -> ConditionResult:
-    return ConditionResult(kind, value > threshold, value, round(threshold, 3))
-
-
-def token_thresholds(cond, window: int, reserved: int = 0) -> list[tuple[str, int]]:
-    """Absolute token thresholds in a condition tree (for threshold lines on charts)."""
+def token_thresholds(cond: Condition, window: int, reserved: int = 0) -> list[tuple[str, int]]:
+    """Absolute thresholds on the context's tokens in a condition tree (for threshold lines on charts)."""
     usable = usable_window(window, reserved)
     out: list[tuple[str, int]] = []
-    if isinstance(cond, (P.AnyCondition, P.AllCondition)):
+    if isinstance(cond, GroupCondition):
         for c in cond.conditions:
             out.extend(token_thresholds(c, window, reserved))
-    elif isinstance(cond, P.TokensCondition):
-        out.append((cond.kind, cond.threshold))
-    elif isinstance(cond, P.WindowFractionCondition):
-        out.append((cond.kind, int(cond.fraction * usable)))
+    elif cond.state_field == "context_tokens":
+        out.append((cond.kind, int(cond.limit(usable))))
     return out
 
 
@@ -126,36 +98,35 @@ def token_thresholds(cond, window: int, reserved: int = 0) -> list[tuple[str, in
 # should_compact() runs before every model call, so it must cost next to nothing. The
 # condition tree is compiled once (per policy and window) into a single expression over
 # the five running numbers; the explanation (which condition fired, with what values) is
-# computed only when somebody reads it.
+# computed only when somebody reads it. The compiled function's parameters are named after
+# the TriggerState fields, so a leaf's expression is just its field against its limit.
 
-def _expr(cond, usable: int) -> str:
-    if isinstance(cond, (P.AnyCondition, P.AllCondition)):
-        joiner = " or " if isinstance(cond, P.AnyCondition) else " and "
+def _expr(cond: Condition, usable: int) -> str:
+    if isinstance(cond, GroupCondition):
+        joiner = " or " if isinstance(cond, AnyCondition) else " and "
         return "(" + joiner.join(_expr(c, usable) for c in cond.conditions) + ")"
-    if isinstance(cond, P.TokensCondition):
-        return f"ct > {float(cond.threshold)!r}"
-    if isinstance(cond, P.WindowFractionCondition):
-        return f"ct > {float(cond.fraction * usable)!r}"
-    if isinstance(cond, P.MessagesCondition):
-        return f"m > {float(cond.threshold)!r}"
-    if isinstance(cond, P.TokensSinceSummaryCondition):
-        return f"ts > {float(cond.threshold)!r}"
-    if isinstance(cond, P.WindowFractionSinceSummaryCondition):
-        return f"ts > {float(cond.fraction * usable)!r}"
-    if isinstance(cond, P.MessagesSinceSummaryCondition):
-        return f"ms > {float(cond.threshold)!r}"
-    if isinstance(cond, P.IdleCondition):
-        return f"(last is not None and ((_now() if now is None else now) - last) > {float(cond.seconds)!r})"
-    raise TypeError(f"unknown condition {cond!r}")
+    name, limit = cond.state_field, float(cond.limit(usable))
+    if isinstance(cond, AgeCondition):
+        return f"({name} is not None and ((_now() if now is None else now) - {name}) > {limit!r})"
+    return f"{name} > {limit!r}"
 
 
-def compile_condition(cond, window: int, reserved: int = 0):
-    """A function (ct, m, ts, ms, last, now) -> bool equal to ``evaluate(...).fired``.
+FastCheck = Callable[..., bool]
+
+
+def compile_condition(cond: Condition, window: int, reserved: int = 0) -> FastCheck:
+    """A function (context_tokens, messages, tokens_since_summary, messages_since_summary,
+    last_message_at, now=None) -> bool equal to ``evaluate(...).fired``.
 
     The generated source holds only comparisons with numeric literals taken from a
     validated policy, so evaluating it is safe."""
-    source = "lambda ct, m, ts, ms, last, now=None: " + _expr(cond, usable_window(window, reserved))
-    return eval(source, {"__builtins__": {}, "_now": time.time})  # noqa: S307
+    source = f"lambda {', '.join(STATE_FIELDS)}, now=None: " + _expr(cond, usable_window(window, reserved))
+    check: FastCheck = eval(source, {"__builtins__": {}, "_now": time.time})  # noqa: S307
+    return check
+
+
+# TriggerState's fields in order: the five running numbers, window, reserved output, now.
+TriggerNumbers = tuple[int, int, int, int, float | None, int, int, float | None]
 
 
 class LazyTrigger:
@@ -163,7 +134,7 @@ class LazyTrigger:
 
     __slots__ = ("fired", "_cond", "_numbers", "_result")
 
-    def __init__(self, fired: bool, cond, numbers: tuple):
+    def __init__(self, fired: bool, cond: Condition, numbers: TriggerNumbers):
         self.fired = fired
         self._cond = cond
         self._numbers = numbers
@@ -187,14 +158,14 @@ class LazyTrigger:
         return self.result.kind
 
     @property
-    def children(self) -> list:
+    def children(self) -> list[ConditionResult]:
         return self.result.children
 
     def describe(self) -> str:
         return self.result.describe()
 
-    def fired_leaves(self) -> list:
+    def fired_leaves(self) -> list[ConditionResult]:
         return self.result.fired_leaves()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return self.result.to_dict()

@@ -1,16 +1,38 @@
 """Context windows and prices from litellm's bundled model table (no litellm import)."""
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from ._env import model_table
 
 
-def _lookup(model: str) -> dict | None:
+class WindowSettings(Protocol):
+    """The policy settings that decide the window (a Policy has them all)."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def context_window(self) -> int | None: ...
+    @property
+    def fallback_context_window(self) -> int: ...
+
+
+def usable_window(window: int, reserved: int) -> int:
+    """Window minus the room reserved for output. The reserve never takes more than a
+    quarter of the window, so a 4,096-token reserve meant for large models does not
+    swallow a small one."""
+    return max(1, window - min(reserved, window // 4))
+
+
+def _lookup(model: str) -> dict[str, Any] | None:
     table = model_table()
-    if model in table:
-        return table[model]
+    found: dict[str, Any] | None = table.get(model)
+    if found is not None:
+        return found
     # "openai/gpt-4o" -> "gpt-4o"; providers prefix names differently.
     tail = model.split("/", 1)[-1]
-    return table.get(tail)
+    found = table.get(tail)
+    return found
 
 
 def model_window(model: str | None) -> int | None:
@@ -23,7 +45,7 @@ def model_window(model: str | None) -> int | None:
     return int(value) if value else None
 
 
-def resolve_window(policy) -> tuple[int, str]:
+def resolve_window(policy: WindowSettings) -> tuple[int, str]:
     """(window tokens, where it came from): override, litellm table, or fallback."""
     if policy.context_window:
         return policy.context_window, "policy override"

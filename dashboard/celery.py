@@ -2,13 +2,18 @@
 
 Workers: ``celery -A dashboard worker -l info`` on any machine that reaches the database
 and the broker. Each worker also runs the recovery loop (runs whose worker died are
-queued again), so no beat process is needed.
+queued again; started from dashboard/tasks.py), so no beat process is needed.
+
+This module imports nothing else of the project: the services use the app to send tasks.
 """
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import kombu.pools
 from celery import Celery, signals
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -18,14 +23,12 @@ app.autodiscover_tasks(["dashboard"])
 
 
 @signals.worker_init.connect
-def _preload(**_):
+def _preload(**_: Any) -> None:
     # Import litellm once in the parent process, before the pool forks: each child
     # then starts its first summary without a multi-second import.
-    from django.conf import settings
-
     if os.environ.get("COMPACTION_PRELOAD_LITELLM", "1") != "0":
         try:
-            from compaction._env import litellm
+            from compaction._env import litellm  # noqa: PLC0415  (the engine costs ~0.2 s; only workers preload it)
 
             litellm()
         except Exception:  # noqa: BLE001 - preloading is an optimisation only
@@ -33,29 +36,13 @@ def _preload(**_):
     _ = settings.DATABASES
 
 
-@signals.worker_ready.connect
-def _start_recovery(sender=None, **_):
-    from dashboard.services.recovery import start_recovery_loop
-
-    start_recovery_loop()
-
-
-@signals.worker_shutdown.connect
-def _stop_recovery(**_):
-    from dashboard.services.recovery import stop_recovery_loop
-
-    stop_recovery_loop()
-
-
-def use_broker(url: str, transport_options: dict) -> None:
+def use_broker(url: str, transport_options: dict[str, Any]) -> None:
     """Point this (publishing) process at another broker and drop cached connections.
 
     For tests and benchmarks that start their own worker on a broker of their own. kombu
     keeps connection and producer pools per broker URL, process-wide; the filesystem
     transport's folders are options, so a pool from an earlier broker would still write
     into that broker's folders."""
-    import kombu.pools
-
     app.conf.CELERY_TASK_ALWAYS_EAGER = False
     app.conf.CELERY_BROKER_URL = url
     app.conf.CELERY_BROKER_TRANSPORT_OPTIONS = transport_options

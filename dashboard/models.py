@@ -1,4 +1,4 @@
-"""Data model (DESIGN §3).
+"""Data model of the service.
 
 A session has two views of its conversation:
 - ``Message`` rows: the full original history, one row per message, append-only, with
@@ -13,17 +13,36 @@ write, so trigger checks and listings never recount.
 JSON columns holding user content are ``JSONTextField`` (JSON in a text column, ASCII-
 escaped): it keeps key order, and PostgreSQL's jsonb cannot store the \\u0000 that tool
 output sometimes contains.
+
+A compaction run moves through its states only through the ``CompactionRun`` methods
+below; the service decides when (dashboard.services.runs), the model says how each state
+is written.
 """
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import datetime
+from typing import Any, Literal
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
+
+from compaction import Outcome
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON values (anything unknown becomes its ``str``)."""
+    return json.loads(json.dumps(value, default=str))
 
 
 class JSONTextField(models.TextField):
     """JSON kept as text (``json.dumps`` with ASCII escapes); loads back to Python values."""
+
+    # What the field takes and gives back, for django-stubs: any JSON value, not text.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
 
     description = "JSON stored as text"
 
@@ -54,6 +73,28 @@ class RunStatus(models.TextChoices):
 
 FINAL_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED)
 
+# How a run that did not succeed ended (RunStatus values).
+Unsuccessful = Literal["failed", "skipped"]
+
+# Outcome figures a run keeps in ``CompactionRun.result`` (the others have columns).
+RESULT_FIGURES = ("summarized", "extractive", "evicted_messages", "summary_tokens", "tokens_cleared",
+                  "tokens_truncated", "reduction_events", "cut", "notes", "clipped")
+
+
+class RequestMode(models.TextChoices):
+    """How a run's summary request was built (blank: the run sent none)."""
+
+    CACHE_SAFE = "cache_safe"
+    STANDALONE = "standalone"
+
+
+class ArchiveKind(models.TextChoices):
+    """Why originals left the live context (compaction.archive.KINDS)."""
+
+    EVICTED = "evicted"
+    OFFLOADED = "offloaded"
+    PREVIOUS_SUMMARY = "previous_summary"
+
 
 class TriggerKind(models.TextChoices):
     AUTO = "auto"
@@ -66,7 +107,7 @@ class Project(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    active_policy = models.ForeignKey("Policy", null=True, blank=True, on_delete=models.SET_NULL,
+    active_policy = models.ForeignKey("StoredPolicy", null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="+")
 
     def __str__(self) -> str:
@@ -88,7 +129,7 @@ class ApiKey(models.Model):
         return f"{self.prefix}… ({self.project})"
 
 
-class Policy(models.Model):
+class StoredPolicy(models.Model):
     """Compaction settings (JSON of compaction.policy.Policy). Every update bumps
     ``version`` and keeps the previous data in PolicyVersion; runs snapshot what they used."""
 
@@ -108,7 +149,7 @@ class Policy(models.Model):
 
 
 class PolicyVersion(models.Model):
-    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="versions")
+    policy = models.ForeignKey(StoredPolicy, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
     data = JSONTextField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -125,7 +166,7 @@ class Session(models.Model):
     source_format = models.CharField(max_length=50, blank=True)
     tools = JSONTextField(default=list)
     tools_tokens = models.PositiveIntegerField(default=0)
-    policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions",
+    policy = models.ForeignKey(StoredPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions",
                                help_text="Per-session override of the project's active policy.")
     tokenizer = models.CharField(max_length=50, blank=True, help_text="Counter used for the stored token counts.")
 
@@ -164,8 +205,24 @@ class Session(models.Model):
     def __str__(self) -> str:
         return self.title or f"session {self.pk}"
 
+    def hold_run(self, run_id: int) -> None:
+        """Take the session's run slot (the caller holds the session lock)."""
+        self.active_run_id = run_id
+        self.save(update_fields=["active_run_id"])
 
-class Message(models.Model):
+    def release_run(self, run_id: int) -> None:
+        """Free the session's run slot if ``run_id`` holds it (the caller holds the lock)."""
+        if self.active_run_id == run_id:
+            self.active_run_id = None
+            self.save(update_fields=["active_run_id"])
+
+    @classmethod
+    def release_stale_slot(cls, session_id: int, run_id: int) -> None:
+        """Free the slot of a session still held by ``run_id`` (no lock needed)."""
+        cls.objects.filter(pk=session_id, active_run_id=run_id).update(active_run_id=None)
+
+
+class StoredMessage(models.Model):
     """One original message; ``raw`` is the exact OpenAI dict (content, tool calls...)."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
@@ -226,7 +283,7 @@ class CompactionRun(models.Model):
     force = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
 
-    policy = models.ForeignKey(Policy, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    policy = models.ForeignKey(StoredPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     policy_version = models.PositiveIntegerField(null=True, blank=True)
     policy_snapshot = JSONTextField(default=dict)
     overrides = JSONTextField(default=dict)
@@ -271,7 +328,8 @@ class CompactionRun(models.Model):
     filter_key = models.CharField(max_length=255, blank=True, help_text="Filter key whose messages triggered the run.")
     inline = models.BooleanField(default=False, help_text="Executed synchronously in the request (not enqueued).")
     inline_reason = models.TextField(blank=True)
-    request_mode = models.CharField(max_length=20, blank=True, help_text="Summary request: cache_safe or standalone.")
+    request_mode = models.CharField(max_length=20, blank=True, choices=RequestMode.choices,
+                                    help_text="Summary request: cache_safe or standalone.")
     request_mode_reason = models.TextField(blank=True)
 
     class Meta:
@@ -286,6 +344,142 @@ class CompactionRun(models.Model):
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
 
+    # -- state transitions ------------------------------------------------------------------
+    # The methods taking ``self`` write a row the caller has locked (SELECT ... FOR UPDATE,
+    # session first); the classmethods are single conditional UPDATEs that do nothing when
+    # the run has moved on (another claim, a recovery), so they need no lock.
+
+    def holds_claim(self, token: str) -> bool:
+        """Whether the execution holding ``token`` may still write this run's outcome."""
+        return self.claim_token == token and self.status == RunStatus.RUNNING
+
+    def heartbeat_fresh(self, stale_after: float) -> bool:
+        """Whether the executing worker beat within the last ``stale_after`` seconds."""
+        if self.heartbeat_at is None:
+            return False
+        return (timezone.now() - self.heartbeat_at).total_seconds() < stale_after
+
+    def mark_running(self, *, snapshot_messages: int, snapshot_version: int, detail: dict[str, Any]) -> str:
+        """Claimed by a worker: a new claim token (returned), one more delivery, and the
+        snapshot of the live context this execution compacts."""
+        stamp = timezone.now()
+        self.status = RunStatus.RUNNING
+        self.claim_token = uuid.uuid4().hex
+        self.started_at = self.started_at or stamp
+        self.heartbeat_at = stamp
+        self.deliveries += 1
+        self.snapshot_messages = snapshot_messages
+        self.snapshot_version = snapshot_version
+        self.progress_step = "started"
+        self.progress_detail = detail
+        self.save()
+        return self.claim_token
+
+    def mark_succeeded(self, outcome: Outcome, *, finished_at: datetime, duration_ms: int, archive_refs: list[str],
+                       appended: int, context_version: int, mode: tuple[str, str],
+                       branches: dict[str, Any] | None = None) -> None:
+        """The engine's Outcome committed: what the run keeps of it, and how it went."""
+        self.status = RunStatus.SUCCEEDED
+        self.finished_at = finished_at
+        self.duration_ms = duration_ms
+        self.progress_step = "done"
+        self.request_mode, self.request_mode_reason = mode
+
+        self.tokens_before = outcome.tokens_before
+        self.tokens_after = outcome.tokens_after
+        self.messages_before = outcome.messages_before
+        self.messages_after = outcome.messages_after
+        self.model = (outcome.model or "")[:200]
+        self.prompt = json_safe(outcome.prompt or [])
+        self.summary = outcome.summary or ""
+        self.attempts = json_safe(outcome.attempts or [])
+        self.ledger = json_safe(outcome.ledger)
+        self.retention = json_safe(outcome.retention)
+        self.compression = outcome.compression
+        self.trigger_info = json_safe(outcome.trigger)
+        data = outcome.to_dict()
+        self.result = json_safe({k: data.get(k) for k in RESULT_FIGURES})
+        if branches is not None:
+            self.result["branches"] = json_safe(branches)
+
+        self.archive_refs = archive_refs
+        self.appended_during_run = appended
+        self.context_version_after = context_version
+        self.save()
+
+    def mark_finished(self, status: Unsuccessful, *, error: str, error_kind: str,
+                      attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
+                      mode: tuple[str, str] | None = None, branches: dict[str, Any] | None = None) -> None:
+        """Failed or skipped: ``error`` says why (for a skip, why nothing was compacted).
+        ``None`` leaves a field as it is."""
+        stamp = timezone.now()
+        self.status = status
+        self.finished_at = stamp
+        if self.started_at:
+            self.duration_ms = int((stamp - self.started_at).total_seconds() * 1000)
+        self.error = error
+        self.error_kind = error_kind[:100]
+        if attempts is not None:
+            self.attempts = attempts
+        if trigger is not None:
+            self.trigger_info = json_safe(trigger)
+        if mode is not None:
+            self.request_mode, self.request_mode_reason = mode
+        if branches is not None:
+            self.result = {**(self.result or {}), "branches": json_safe(branches)}
+        self.progress_step = "done"
+        self.save()
+
+    def requeue(self) -> None:
+        """Back to the queue after its worker was lost: the old claim is void, and a new task
+        id goes with the new message."""
+        self.status = RunStatus.QUEUED
+        self.claim_token = ""
+        self.progress_step = "requeued"
+        self.task_id = uuid.uuid4().hex
+        self.enqueued_at = timezone.now()
+        self.save()
+
+    def reissue(self) -> None:
+        """A new task id and enqueue time for a queued run about to be sent again."""
+        self.task_id = uuid.uuid4().hex
+        self.enqueued_at = timezone.now()
+        self.save(update_fields=["task_id", "enqueued_at"])
+
+    def resend(self) -> bool:
+        """Like :meth:`reissue` for a queued run read without a lock: only when it is still
+        queued and nobody re-sent it since it was read (same ``enqueued_at``), so of several
+        processes re-sending at once exactly one does. Returns whether this one did."""
+        task_id, stamp = uuid.uuid4().hex, timezone.now()
+        updated = CompactionRun.objects.filter(pk=self.pk, status=RunStatus.QUEUED,
+                                               enqueued_at=self.enqueued_at).update(task_id=task_id, enqueued_at=stamp)
+        if updated:
+            self.task_id, self.enqueued_at = task_id, stamp
+        return bool(updated)
+
+    @classmethod
+    def beat(cls, run_id: int, token: str) -> bool:
+        """Heartbeat of the execution holding ``token``; False once it lost the claim."""
+        return bool(cls.objects.filter(pk=run_id, claim_token=token, status=RunStatus.RUNNING)
+                    .update(heartbeat_at=timezone.now()))
+
+    @classmethod
+    def record_progress(cls, run_id: int, token: str, step: str, detail: dict[str, Any]) -> None:
+        """The step the execution holding ``token`` is at (also a heartbeat)."""
+        cls.objects.filter(pk=run_id, claim_token=token).update(
+            progress_step=step[:50], progress_detail=json_safe(detail), heartbeat_at=timezone.now())
+
+    @classmethod
+    def record_attempt(cls, run_id: int, token: str, attempt: int) -> None:
+        """The summary attempt the execution holding ``token`` is at (also a heartbeat)."""
+        cls.objects.filter(pk=run_id, claim_token=token).update(progress_attempt=attempt,
+                                                                heartbeat_at=timezone.now())
+
+    @classmethod
+    def mark_inline(cls, run_id: int, reason: str) -> None:
+        """To be executed in the requesting process: the broker could not take it."""
+        cls.objects.filter(pk=run_id).update(inline=True, inline_reason=reason)
+
 
 class RunEvent(models.Model):
     run = models.ForeignKey(CompactionRun, on_delete=models.CASCADE, related_name="events")
@@ -297,8 +491,12 @@ class RunEvent(models.Model):
     class Meta:
         indexes = [models.Index(fields=["run", "id"], name="runevent_run_order")]
 
+    @classmethod
+    def record(cls, run_id: int, kind: str, data: dict[str, Any] | None = None, delivery: int = 0) -> None:
+        cls.objects.create(run_id=run_id, kind=kind[:50], data=json_safe(data or {}), delivery=delivery)
 
-class ArchiveEntry(models.Model):
+
+class StoredArchiveEntry(models.Model):
     """Originals a compaction removed from the live context (compaction.archive.ArchiveEntry)."""
 
     entry_id = models.CharField(max_length=64, unique=True)
@@ -306,7 +504,7 @@ class ArchiveEntry(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archive_entries")
     run = models.ForeignKey(CompactionRun, null=True, blank=True, on_delete=models.SET_NULL,
                             related_name="archive_entries")
-    kind = models.CharField(max_length=20)
+    kind = models.CharField(max_length=20, choices=ArchiveKind.choices)
     note = models.TextField(blank=True)
     content_hash = models.CharField(max_length=64)
     item_count = models.PositiveIntegerField(default=0)
@@ -319,7 +517,7 @@ class ArchiveEntry(models.Model):
 
 
 class ArchiveItem(models.Model):
-    entry = models.ForeignKey(ArchiveEntry, on_delete=models.CASCADE, related_name="items")
+    entry = models.ForeignKey(StoredArchiveEntry, on_delete=models.CASCADE, related_name="items")
     index = models.PositiveIntegerField()
     message_id = models.CharField(max_length=64)
     ordinal = models.PositiveIntegerField(null=True, blank=True)
@@ -330,3 +528,67 @@ class ArchiveItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["entry", "index"], name="archive_item_order")]
+
+
+class ModelConnection(models.Model):
+    """A summarizer endpoint declared by an operator in the admin; policies name it in
+    ``summarizer.connection`` and never see its address or key variable. Connections
+    declared in settings (COMPACTION_CONNECTIONS) work the same and win on a name clash."""
+
+    name = models.CharField(max_length=100, unique=True,
+                            help_text="What policies write in summarizer.connection (letters, digits, . _ -).")
+    allowed_models = models.TextField(
+        help_text="litellm model strings a policy may use through this connection, one per line; a line "
+                  "ending in * allows every model that starts with the text before it (openai/*).")
+    api_base = models.CharField(
+        max_length=500, blank=True,
+        help_text="Base URL of the server (empty: the provider's own endpoint). Loopback, private and "
+                  "link-local addresses are refused unless private networks are allowed below.")
+    api_key_env = models.CharField(
+        max_length=200, blank=True,
+        help_text="Name of the environment variable of the worker holding the key (empty: litellm's "
+                  "usual provider variables, or no key at all when a server address is set).")
+    allow_private_network = models.BooleanField(
+        default=False, help_text="Allow a loopback, private or link-local server address (a local llama.cpp).")
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def model_list(self) -> list[str]:
+        return [line.strip() for line in self.allowed_models.splitlines() if line.strip()]
+
+
+class IdempotencyKey(models.Model):
+    """The answer given to a request that carried an ``Idempotency-Key`` header: the same
+    key from the same project, with the same request, gets this answer again instead of a
+    second run. Keys expire after a day (pruned when new keys are stored)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="idempotency_keys")
+    key = models.CharField(max_length=255)
+    request_digest = models.CharField(max_length=64, help_text="SHA-256 of method, path and canonical JSON body.")
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "key"], name="idempotency_key_per_project")]
+
+
+class RateWindow(models.Model):
+    """How many requests of one kind a project made in one fixed window (per-project rate
+    limits, FORCE_RATE_LIMIT / IMPORT_RATE_LIMIT); windows before the current one are deleted."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rate_windows")
+    action = models.CharField(max_length=20)
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "action", "window_start"],
+                                               name="rate_window_per_project_action")]

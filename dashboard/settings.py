@@ -183,12 +183,40 @@ API_KEY_CACHE_SECONDS = env_float("API_KEY_CACHE_SECONDS", 5.0)
 # JSON file. Empty = the engine's "default" preset.
 COMPACTION_DEFAULT_POLICY = os.environ.get("COMPACTION_DEFAULT_POLICY", "").strip()
 # litellm model string for summaries when the policy names none (empty = offline
-# extractive summarizer, no LLM). Provider keys are read by litellm from the usual
-# variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), or from the variable named by a
-# policy's summarizer.api_key_env.
+# extractive summarizer, no LLM). With its server address and key variable it forms the
+# model connection named "default" (dashboard.services.connections). Provider keys are
+# read by litellm from the usual variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
 COMPACTION_SUMMARIZER_MODEL = os.environ.get("COMPACTION_SUMMARIZER_MODEL", "").strip()
 COMPACTION_SUMMARIZER_API_BASE = os.environ.get("COMPACTION_SUMMARIZER_API_BASE", "").strip()
 COMPACTION_SUMMARIZER_API_KEY_ENV = os.environ.get("COMPACTION_SUMMARIZER_API_KEY_ENV", "").strip()
+COMPACTION_SUMMARIZER_ALLOW_PRIVATE_NETWORK = env_bool("COMPACTION_SUMMARIZER_ALLOW_PRIVATE_NETWORK", False)
+
+
+def _connections_setting(value: str) -> list[dict]:
+    """COMPACTION_CONNECTIONS: a JSON list of connection objects, inline or in a .json file.
+    Only the JSON is read here; each connection is checked by dashboard.services.connections
+    (at startup by ``manage.py check``/``runserver``, and before a run uses it)."""
+    value = value.strip()
+    if not value:
+        return []
+    if not value.startswith(("[", "{")):
+        path = Path(value)
+        if not path.is_file():
+            raise ImproperlyConfigured(f"COMPACTION_CONNECTIONS is neither a JSON list nor an existing file: {value!r}")
+        value = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"COMPACTION_CONNECTIONS is not valid JSON: {exc}") from exc
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise ImproperlyConfigured("COMPACTION_CONNECTIONS must be a JSON list of objects "
+                                   '([{"name": ..., "models": [...], ...}])')
+    return data
+
+
+# Model connections the operator offers to policies (summarizer.connection): name, models,
+# api_base, api_key_env, allow_private_network. docs/SERVICE.md describes the fields.
+COMPACTION_CONNECTIONS = _connections_setting(os.environ.get("COMPACTION_CONNECTIONS", ""))
 
 # -- runs ------------------------------------------------------------------------------------
 RUN_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT", 600)
@@ -202,11 +230,15 @@ RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)
 # A queued run whose session is idle and whose task was sent this long ago is sent again
 # (its message may be lost: the filesystem broker drops what a killed worker had reserved).
 RUN_RESEND_AFTER = env_float("RUN_RESEND_AFTER", 300.0)
-# Sync fallback (seed parity): a run whose task cannot be enqueued (broker down, or more
+# Sync fallback: a run whose task cannot be enqueued (broker down, or more
 # than RUN_QUEUE_MAX runs waiting; 0 = no limit) executes inline in the request. Publishing
 # is retried RUN_ENQUEUE_RETRIES times (0.2-0.5 s apart) before falling back.
 RUN_QUEUE_MAX = env_int("RUN_QUEUE_MAX", 0)
 RUN_ENQUEUE_RETRIES = env_int("RUN_ENQUEUE_RETRIES", 2)
+# Per-project limits on API requests that queue work: "60/min" (also /s, /sec, /h, /hour),
+# empty = no limit. Counted in the database, so every web process shares them.
+FORCE_RATE_LIMIT = os.environ.get("FORCE_RATE_LIMIT", "").strip()
+IMPORT_RATE_LIMIT = os.environ.get("IMPORT_RATE_LIMIT", "").strip()
 
 # -- Celery ------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"

@@ -1,23 +1,44 @@
-"""Celery tasks: thin wrappers over dashboard.services.runs."""
+"""Celery tasks: thin wrappers over dashboard.services.runs, and the worker's recovery loop.
+
+Every process imports this module once Django is ready (DashboardConfig.ready), so the
+tasks are registered wherever runs are enqueued; the services address them by name."""
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
+
+from celery import shared_task, signals
 from django.conf import settings
 
+from .services.runs import (
+    RUN_TASK,
+    RecoveryCounts,
+    RunResult,
+    execute,
+    recover_once,
+    start_recovery_loop,
+    stop_recovery_loop,
+)
 
-@shared_task(name="dashboard.run_compaction", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+
+@shared_task(name=RUN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              soft_time_limit=settings.RUN_SOFT_TIME_LIMIT, time_limit=settings.RUN_TIME_LIMIT)
-def run_compaction(run_id: int) -> str:
+def run_compaction(run_id: int) -> RunResult:
     """Execute one compaction run. Idempotent: a run that is finished, or executing in
     another worker, is left alone; a run whose session is busy stays queued and is
     started by the run that holds the session when it finishes."""
-    from .services.runs import execute  # noqa: PLC0415
-
     return execute(int(run_id))
 
 
 @shared_task(name="dashboard.recover_runs", ignore_result=True)
-def recover_runs() -> dict:
-    from .services.recovery import recover_once  # noqa: PLC0415
-
+def recover_runs() -> RecoveryCounts:
     return recover_once()
+
+
+@signals.worker_ready.connect
+def _start_recovery(sender: Any = None, **_: Any) -> None:
+    start_recovery_loop()
+
+
+@signals.worker_shutdown.connect
+def _stop_recovery(**_: Any) -> None:
+    stop_recovery_loop()

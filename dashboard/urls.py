@@ -1,18 +1,18 @@
-"""URL map. The HTML dashboard's pages are added by dashboard/views.py (not yet);
-until then the root redirects to the API docs."""
+"""URL map: the dashboard pages (dashboard.urls_pages, which own "/"), the JSON API under
+/api/, a liveness probe, the admin and, when SERVE_STATIC is on, the static files."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve as serve_static
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
 
 
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """Liveness probe (no database, no auth): also the trivial view of bench/api_throughput.py."""
     return JsonResponse({"status": "ok"})
 
@@ -26,7 +26,7 @@ urlpatterns = [
 ]
 
 if settings.SERVE_STATIC:
-    def _static(request, path):
+    def _static(request: HttpRequest, path: str) -> HttpResponseBase:
         return serve_static(request, path, insecure=True)
 
     urlpatterns.append(re_path(r"^static/(?P<path>.*)$", _static))

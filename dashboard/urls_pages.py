@@ -2,8 +2,16 @@
 ``path("", include("dashboard.urls_pages"))``; names live in the ``pages`` namespace."""
 from django.urls import path
 
-from .views import (archive_browser, before_after, force_summarize, layout, run_page, session_page,
-                    sessions_list, tuning)
+from .views import (
+    archive_browser,
+    before_after,
+    force_summarize,
+    layout,
+    run_page,
+    session_page,
+    sessions_list,
+    tuning,
+)
 
 app_name = "pages"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -14,7 +14,7 @@ def corpus_files() -> list[Path]:
     return sorted(CORPUS_DIR.glob("*.json")) if CORPUS_DIR.is_dir() else []
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict:
     path = CORPUS_DIR / name if not name.endswith(".json") or "/" not in name else Path(name)
     if not path.suffix:

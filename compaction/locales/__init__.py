@@ -19,14 +19,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from functools import lru_cache
+from functools import cache
 from types import ModuleType
+from typing import Literal, get_args
 
-SECTIONS = ("TEXTS", "REDUCTION", "PROMPTS", "EXTRACTIVE")
+Section = Literal["TEXTS", "REDUCTION", "PROMPTS", "EXTRACTIVE"]
+SECTIONS: tuple[Section, ...] = get_args(Section)
 _CODE = re.compile(r"^[a-z]{2,3}(_[a-z0-9]+)*$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def module(language: str) -> ModuleType | None:
     """The locale module of ``language`` (exact code, e.g. ``"zh"``), or None when there is none."""
     if not isinstance(language, str) or not _CODE.match(language):
@@ -41,9 +43,9 @@ def has(language: str) -> bool:
     return module(language) is not None
 
 
-@lru_cache(maxsize=None)
-def section(name: str, language: str = "en") -> dict[str, str]:
-    """One section (``TEXTS``, ``REDUCTION`` or ``PROMPTS``) of a language, English filling gaps."""
+@cache
+def section(name: Section, language: str = "en") -> dict[str, str]:
+    """One section (one of ``SECTIONS``) of a language, English filling gaps."""
     if name not in SECTIONS:
         raise ValueError(f"unknown locale section {name!r}; one of {', '.join(SECTIONS)}")
     mod = module(language)
@@ -58,7 +60,7 @@ def texts(language: str = "en") -> dict[str, str]:
     return section("TEXTS", language)
 
 
-def own_section(name: str, language: str) -> dict[str, str]:
+def own_section(name: Section, language: str) -> dict[str, str]:
     """Only what the language's own file defines in ``name`` (no English fallback)."""
     mod = module(language)
     return dict(getattr(mod, name, {}) or {}) if mod is not None else {}

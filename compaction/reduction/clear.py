@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..messages import Message, Provenance
 from .edits import Editor
+from .marks import mark_of
 from .measure import tokens_many
 from .result import EVENT_ABANDONED
 
@@ -82,13 +83,13 @@ def run_clearing(ed: Editor, *, total_tokens: int, window: int) -> str | None:
     limit = protected_from(msgs, cc.keep, cc.keep_unit)
     unit = "round(s)" if cc.keep_unit == "rounds" else "tool use(s)"
     skip = set(policy.keep_tools) | set(cc.exclude_tools)
-    candidates = []
+    candidates: list[int] = []
     for i in range(limit):
         m = msgs[i]
         if m.role != "tool" or not reducible(m):
             continue
-        red = m.reduction
-        if red and red.get("kind") != "truncated":
+        mark = mark_of(m)
+        if mark is not None and mark.kind != "truncated":
             continue
         name = ed.tool_name(m)
         if name in skip or policy.tool(name).skip_clearing:
@@ -112,15 +113,15 @@ def run_clearing(ed: Editor, *, total_tokens: int, window: int) -> str | None:
     owners = call_owners(msgs)
     stop = cc.at_least_mode == "stop" and cc.clear_at_least_tokens > 0
     for i in candidates:
-        m = ed.current(i)
-        if m is None:
+        now = ed.current(i)
+        if now is None:
             continue  # replaced by the rewrite hook
-        if cc.min_result_tokens and ed.tokens(i, m) <= cc.min_result_tokens:
+        if cc.min_result_tokens and ed.tokens(i, now) <= cc.min_result_tokens:
             continue
-        name = ed.tool_name(m)
+        name = ed.tool_name(now)
         override = policy.tool(name).clear_inputs
         inputs = cc.clear_tool_inputs if override is None else override
-        ed.clear(i, phase="clearing", reason=reason, owner=owners.get(m.tool_call_id or ""), clear_inputs=inputs)
+        ed.clear(i, phase="clearing", reason=reason, owner=owners.get(now.tool_call_id or ""), clear_inputs=inputs)
         if stop and ed.gained(base) >= cc.clear_at_least_tokens:
             break
 

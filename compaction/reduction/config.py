@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..locales import available, has
+
 RECOVERY_TOOL_NAMES = ("session_load", "session_search")
 PLACEHOLDER_FIELDS = ("tool_name", "tool_call_id", "handle", "chars", "tokens", "message_id", "load_call")
 
@@ -97,7 +99,7 @@ class ClearingConfig(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _needs_trigger(self) -> "ClearingConfig":
+    def _needs_trigger(self) -> ClearingConfig:
         if self.enabled and self.trigger_tokens is None and self.trigger_fraction is None:
             raise ValueError("clearing needs trigger_tokens or trigger_fraction (or enabled: false)")
         return self
@@ -126,8 +128,6 @@ class ReductionPolicy(_Strict):
     @field_validator("language")
     @classmethod
     def _language(cls, v: str) -> str:
-        from ..locales import available, has  # noqa: PLC0415
-
         if not has(v):
             raise ValueError(f"no texts for language {v!r}; available: {', '.join(available())}")
         return v
@@ -173,7 +173,7 @@ def eino_reduction() -> ReductionPolicy:
     )
 
 
-def trpc_reduction(oversized_max_tokens: int = 0, force_clean_tools: list[str] | tuple = ()) -> ReductionPolicy:
+def trpc_reduction(oversized_max_tokens: int = 0, force_clean_tools: list[str] | tuple[str, ...] = ()) -> ReductionPolicy:
     """tRPC context compaction: passes before every call, pass 1 at 1,024 tokens, pass 2 off
     unless a threshold is given (8192 is the recommended value); recovery tools kept."""
     return ReductionPolicy(
@@ -187,7 +187,7 @@ def trpc_reduction(oversized_max_tokens: int = 0, force_clean_tools: list[str] |
 
 
 def anthropic_clear_tool_uses(trigger_tokens: int = 100_000, keep: int = 3, clear_at_least: int = 0,
-                              exclude_tools: list[str] | tuple = (), clear_tool_inputs: bool = False) -> ReductionPolicy:
+                              exclude_tools: list[str] | tuple[str, ...] = (), clear_tool_inputs: bool = False) -> ReductionPolicy:
     """Anthropic's ``clear_tool_uses_20250919`` edit: above 100k input tokens keep the last 3
     tool uses, clear older results (optionally their inputs too); ``clear_at_least`` is an
     all-or-nothing guard."""
@@ -201,7 +201,7 @@ def anthropic_clear_tool_uses(trigger_tokens: int = 100_000, keep: int = 3, clea
 
 
 def langchain_context_editing(trigger_tokens: int = 100_000, keep: int = 3, clear_at_least: int = 0,
-                              exclude_tools: list[str] | tuple = (), clear_tool_inputs: bool = False,
+                              exclude_tools: list[str] | tuple[str, ...] = (), clear_tool_inputs: bool = False,
                               placeholder: str = "[cleared]") -> ReductionPolicy:
     """LangChain ``ContextEditingMiddleware`` with ``ClearToolUsesEdit`` defaults: trigger
     100,000 tokens, keep the last 3 tool results, placeholder "[cleared]"; a non-zero

@@ -9,8 +9,9 @@ that survived, so an abandoned edit hashes and writes nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from ..archive import ArchiveEntry, item_for, new_entry_id
 from ..errors import SessionValidationError
@@ -19,8 +20,15 @@ from ..tokens import MessageCounter
 from . import notices as N
 from .config import RECOVERY_TOOL_NAMES, ReductionPolicy
 from .hooks import ReductionHooks, Replacement, ToolDetail
+from .marks import Phase, ReductionMark, mark_of
 from .measure import document_text, tokens_of
-from .result import EVENT_CLEARED, EVENT_TRUNCATED, EVENT_WARNING, ReductionResult
+from .result import (
+    EVENT_CLEARED,
+    EVENT_TRUNCATED,
+    EVENT_WARNING,
+    ReductionLedgerRow,
+    ReductionResult,
+)
 from .truncate import shorten
 
 FAILURE_WORDS = ("error", "fail", "missing", "unavailable", "lost", "denied", "invalid")
@@ -32,12 +40,16 @@ MIN_GAIN_TOKENS = 32
 # worth clearing depends on the result alone, not on how a random entry id tokenizes.
 PROBE_HANDLE = "ar_0000000000000000"
 
+# "inserted": a message a rewrite hook wrote; it has no ledger row of its own.
+RecordFate = Literal["truncated", "cleared", "inserted"]
+Checkpoint = tuple[dict[int, list[Message]], int, int]
+
 
 @dataclass
 class Record:
     index: int
-    fate: str                      # "truncated" | "cleared" | "inserted"
-    phase: str
+    fate: RecordFate
+    phase: Phase
     message_id: str
     tool_call_id: str | None
     tool_name: str | None
@@ -46,7 +58,7 @@ class Record:
     archive_ref: str | None
     reason: str
     original: Message | None = None  # set when this record writes the original to the archive
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Editor:
@@ -61,14 +73,15 @@ class Editor:
         self.lang = policy.language
         self.slots: dict[int, list[Message]] = {}
         self.records: list[Record] = []
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self._merge_floor = 0
         self._tokens: dict[int, int] = {}  # index -> tokens of the input message (prefilled in batches)
         self._arguments: dict[str, str] = {}
         for m in messages:
             for call in m.tool_calls:
                 fn = call.get("function") or {}
-                self._arguments[call.get("id", "")] = fn.get("arguments") if isinstance(fn.get("arguments"), str) else ""
+                args = fn.get("arguments")
+                self._arguments[call.get("id", "")] = args if isinstance(args, str) else ""
 
     # -- reading the copy ----------------------------------------------------------------
     def current(self, i: int) -> Message | None:
@@ -107,11 +120,11 @@ class Editor:
         return out
 
     # -- bookkeeping -------------------------------------------------------------------------
-    def checkpoint(self) -> tuple[dict, int, int]:
+    def checkpoint(self) -> Checkpoint:
         self._merge_floor = len(self.records)
         return dict(self.slots), len(self.records), len(self.events)
 
-    def rollback(self, cp: tuple[dict, int, int]) -> None:
+    def rollback(self, cp: Checkpoint) -> None:
         self.slots = dict(cp[0])
         del self.records[cp[1]:]
         del self.events[cp[2]:]
@@ -126,9 +139,9 @@ class Editor:
     def _handle(self, msg: Message) -> tuple[str, bool]:
         """(archive handle, whether this edit must write the original). A message reduced
         before keeps pointing at the entry that holds its true original."""
-        red = msg.reduction
-        if red and red.get("archive_ref"):
-            return red["archive_ref"], False
+        mark = mark_of(msg)
+        if mark is not None and mark.archive_ref:
+            return mark.archive_ref, False
         return new_entry_id(), True
 
     def _record(self, rec: Record) -> None:
@@ -142,7 +155,7 @@ class Editor:
         self.records.append(rec)
 
     # -- primitives ------------------------------------------------------------------------------
-    def truncate(self, i: int, *, phase: str, reason: str, budget_chars: int | None = None,
+    def truncate(self, i: int, *, phase: Phase, reason: str, budget_chars: int | None = None,
                  max_tokens: int | None = None, limit_label: str) -> bool:
         """Head+tail shorten the tool result at ``i``. Either ``budget_chars`` (arrival) or
         ``max_tokens`` (pass 2, converted to characters from this result's own ratio)."""
@@ -188,7 +201,7 @@ class Editor:
                 if not sh.changed:
                     return False
                 new_raw = dict(msg.raw, content=sh.content)
-                if max_tokens is None:
+                if max_tokens is None or budget is None:  # a character budget is applied once
                     break
                 # Token target: the kept characters may be denser than the text's average,
                 # so measure the preview and tighten (the notice itself may add ~150 tokens).
@@ -201,8 +214,8 @@ class Editor:
                      "parts_offloaded": sh.parts_offloaded}
             if sh.binary_share is not None:
                 stats["binary_share"] = round(sh.binary_share, 3)
-        red = self._mark("truncated", msg, handle, name, phase, before)
-        new_msg = msg.with_raw(new_raw, reduction=red)
+        mark = self._mark("truncated", msg, handle, name, phase, before)
+        new_msg = msg.with_raw(new_raw, reduction=mark.to_dict())
         after = tokens_of(self.counter, new_msg)
         if decided is None and after > before - MIN_GAIN_TOKENS:
             return False  # the notice would cost about what the cut saves
@@ -211,7 +224,7 @@ class Editor:
                             msg if new else None, stats))
         return True
 
-    def clear(self, i: int, *, phase: str, reason: str, forced: bool = False, owner: int | None = None,
+    def clear(self, i: int, *, phase: Phase, reason: str, forced: bool = False, owner: int | None = None,
               clear_inputs: bool = False) -> bool:
         """Replace the tool result at ``i`` with a placeholder (a truncated result may be
         cleared later; a cleared one never again). With ``clear_inputs`` the arguments of its
@@ -219,14 +232,13 @@ class Editor:
         msg = self.current(i)
         if msg is None or msg.role != "tool":
             return False
-        red0 = msg.reduction
-        if red0 and red0.get("kind") != "truncated":
+        red0 = mark_of(msg)
+        if red0 is not None and red0.kind != "truncated":
             return False
         name = self.tool_name(msg)
         before = self.tokens(i, msg)
         handle, new = self._handle(msg)
-        chars = red0.get("original_chars") if red0 else len(document_text(msg.raw.get("content")))
-        orig_tokens = red0.get("original_tokens") if red0 else before
+        chars, orig_tokens = self._original_size(msg, before)
         detail = ToolDetail(msg, name, msg.tool_call_id, self._arguments.get(msg.tool_call_id or ""), phase,
                             handle, before, self.lang)
         decided = self._ask(self.hooks.clear_handlers, name, detail)
@@ -245,7 +257,7 @@ class Editor:
         else:
             text = decided  # a handler's explicit choice is applied as given
         mark = self._mark("cleared", msg, handle, name, phase, orig_tokens, chars)
-        new_msg = msg.with_raw(dict(msg.raw, content=text), reduction=mark)
+        new_msg = msg.with_raw(dict(msg.raw, content=text), reduction=mark.to_dict())
         after = tokens_of(self.counter, new_msg)
         self.slots[i] = [new_msg]
         self._record(Record(i, "cleared", phase, msg.id, msg.tool_call_id, name, before, after, handle, reason,
@@ -254,14 +266,14 @@ class Editor:
             self.clear_arguments(owner, msg.tool_call_id, phase=phase, reason=reason, replacement=new_args)
         return True
 
-    def clear_arguments(self, j: int, call_id: str, *, phase: str, reason: str, replacement: str | None = None) -> bool:
+    def clear_arguments(self, j: int, call_id: str, *, phase: Phase, reason: str, replacement: str | None = None) -> bool:
         """Replace the arguments of call ``call_id`` in the assistant message at ``j``."""
         msg = self.current(j)
         if msg is None or msg.role != "assistant":
             return False
-        red0 = msg.reduction
-        if red0 and (red0.get("kind") != "cleared" or red0.get("field") != "arguments"
-                     or call_id in red0.get("cleared_calls", ())):
+        red0 = mark_of(msg)
+        if red0 is not None and (red0.kind != "cleared" or red0.target != "arguments"
+                                 or call_id in red0.cleared_calls):
             return False
         calls = msg.tool_calls
         target = next((c for c in calls if c.get("id") == call_id), None)
@@ -280,13 +292,13 @@ class Editor:
             replacement = self._arguments_note(len(args), handle, call_id)
         new_calls = [dict(c, function=dict(c.get("function") or {}, arguments=replacement)) if c is target else c
                      for c in calls]
-        cleared_calls = list(red0.get("cleared_calls", ())) if red0 else []
-        cleared_calls.append(call_id)
-        mark = {"kind": "cleared", "field": "arguments", "archive_ref": handle, "tool_call_id": None,
-                "tool_name": None, "cleared_calls": cleared_calls, "phase": phase,
-                "original_chars": (red0 or {}).get("original_chars", 0) + len(args),
-                "original_tokens": (red0 or {}).get("original_tokens", before)}
-        new_msg = msg.with_raw(dict(msg.raw, tool_calls=new_calls), reduction=mark)
+        earlier_chars = red0.original_chars if red0 is not None and red0.original_chars is not None else 0
+        earlier_tokens = red0.original_tokens if red0 is not None else None
+        mark = ReductionMark("cleared", handle, phase, target="arguments",
+                             cleared_calls=(*(red0.cleared_calls if red0 else ()), call_id),
+                             original_chars=earlier_chars + len(args),
+                             original_tokens=earlier_tokens if earlier_tokens is not None else before)
+        new_msg = msg.with_raw(dict(msg.raw, tool_calls=new_calls), reduction=mark.to_dict())
         after = tokens_of(self.counter, new_msg)
         self.slots[j] = [new_msg]
         self._record(Record(j, "cleared", phase, msg.id, call_id, name, before, after, handle, reason,
@@ -297,14 +309,15 @@ class Editor:
         note = N.render("cleared_arguments", self.lang, chars=N.num(chars), handle=handle, tool_call_id=call_id)
         return json.dumps({"archived": note}, ensure_ascii=False)
 
-    def rewrite_group(self, a: int, results: list[int], *, phase: str, reason: str) -> bool:
+    def rewrite_group(self, a: int, results: list[int], *, phase: Phase, reason: str) -> bool:
         """Offer the group (assistant at ``a``, its results) to the rewrite hook."""
         hook = self.hooks.rewrite
         if hook is None:
             return False
         group = [a, *results]
-        originals = [self.current(k) for k in group]
-        if any(m is None or m.reduction for m in originals):
+        current = [self.current(k) for k in group]
+        originals = [m for m in current if m is not None and not m.reduction]
+        if len(originals) != len(group):
             return False
         try:
             out = hook(originals[0], originals[1:])
@@ -316,7 +329,8 @@ class Editor:
             return False
         by_id = {m.id: (k, m) for k, m in zip(group, originals)}
         built: list[Message] = []
-        kept_ids: set[str] = set()
+        inserted: list[int] = []          # positions in ``built`` of messages the hook wrote
+        handles: dict[str, str] = {}      # id of an edited input -> its archive handle
         new_count = 0
         try:
             for item in out:
@@ -330,16 +344,15 @@ class Editor:
                         validate_message(item.raw, k)
                         handle, _ = self._handle(orig)
                         name = self.tool_name(orig)
-                        mark = self._mark("cleared", orig, handle, name, phase, self.tokens(k, orig))
-                        mark["rewritten"] = True
-                        built.append(orig.with_raw(item.raw, reduction=mark))
-                    kept_ids.add(item.id)
+                        mark = replace(self._mark("cleared", orig, handle, name, phase, self.tokens(k, orig)),
+                                       rewritten=True)
+                        handles.setdefault(orig.id, handle)
+                        built.append(orig.with_raw(item.raw, reduction=mark.to_dict()))
                 elif isinstance(item, dict):
                     validate_message(item, a)
                     new_count += 1
-                    built.append(Message(item, f"{originals[0].id}.rw{new_count}", Provenance.PRESERVED, None,
-                                         {"reduction": {"kind": "rewritten", "archive_ref": None, "phase": phase,
-                                                        "source_ids": [m.id for m in originals]}}))
+                    inserted.append(len(built))
+                    built.append(Message(item, f"{originals[0].id}.rw{new_count}", Provenance.PRESERVED, None))
                 else:
                     raise ValueError(f"rewrite returned a {type(item).__name__}; expected Message or dict")
             tracker = CallTracker()
@@ -364,23 +377,26 @@ class Editor:
                                            reason + " (removed by the rewrite hook)", orig if new else None,
                                            {"rewritten": True}))
             else:
-                handle = edited.reduction["archive_ref"]
+                handle = handles[orig.id]
                 self.records.append(Record(k, "cleared", phase, orig.id, orig.tool_call_id, name, before,
                                            tokens_of(self.counter, edited), handle,
                                            reason + " (edited by the rewrite hook)", orig, {"rewritten": True}))
             first_ref = first_ref or handle
-        for m in built:
-            if m.ordinal is None:
-                m.meta["reduction"]["archive_ref"] = first_ref
-                self.records.append(Record(a, "inserted", phase, m.id, None, None, 0, tokens_of(self.counter, m),
-                                           first_ref, "written by the rewrite hook"))
+        # What the hook wrote points at the archive entry of the group's first original.
+        source_ids = tuple(m.id for m in originals)
+        for pos in inserted:
+            m = built[pos]
+            mark = ReductionMark("rewritten", first_ref, phase, source_ids=source_ids)
+            built[pos] = m = Message(m.raw, m.id, m.provenance, m.ordinal, {"reduction": mark.to_dict()})
+            self.records.append(Record(a, "inserted", phase, m.id, None, None, 0, tokens_of(self.counter, m),
+                                       first_ref, "written by the rewrite hook"))
         self.slots[a] = built
         for k in results:
             self.slots[k] = []
         return True
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _ask(self, handlers: dict, name: str | None, detail: ToolDetail) -> Any:
+    def _ask(self, handlers: dict[str, Callable[[ToolDetail], Any]], name: str | None, detail: ToolDetail) -> Any:
         handler = handlers.get(name or "")
         if handler is None:
             return None
@@ -391,14 +407,26 @@ class Editor:
                       "default behaviour used", message_id=detail.message.id, tool_name=name)
             return None
 
-    def _mark(self, kind: str, msg: Message, handle: str, name: str | None, phase: str, tokens: int,
-              chars: int | None = None) -> dict:
-        red0 = msg.reduction or {}
-        return {"kind": kind, "archive_ref": handle, "tool_call_id": msg.tool_call_id, "tool_name": name,
-                "phase": phase,
-                "original_chars": red0.get("original_chars",
-                                           chars if chars is not None else len(document_text(msg.raw.get("content")))),
-                "original_tokens": red0.get("original_tokens", tokens)}
+    def _original_size(self, msg: Message, tokens: int) -> tuple[int, int]:
+        """(characters, tokens) of the original behind ``msg``: what an earlier mark recorded,
+        else ``msg`` itself (``tokens`` being its current count)."""
+        red0 = mark_of(msg)
+        chars = red0.original_chars if red0 is not None else None
+        before = red0.original_tokens if red0 is not None else None
+        return (chars if chars is not None else len(document_text(msg.raw.get("content"))),
+                before if before is not None else tokens)
+
+    def _mark(self, kind: Literal["cleared", "truncated"], msg: Message, handle: str, name: str | None,
+              phase: Phase, tokens: int, chars: int | None = None) -> ReductionMark:
+        red0 = mark_of(msg)
+        if red0 is not None and red0.original_chars is not None:
+            chars = red0.original_chars
+        elif chars is None:
+            chars = len(document_text(msg.raw.get("content")))
+        if red0 is not None and red0.original_tokens is not None:
+            tokens = red0.original_tokens
+        return ReductionMark(kind, handle, phase, tool_call_id=msg.tool_call_id, tool_name=name,
+                             original_chars=chars, original_tokens=tokens)
 
     def placeholder(self, name: str | None, msg: Message, handle: str, chars: int, tokens: int, forced: bool) -> str:
         label = N.tool_label(name, self.lang)
@@ -416,11 +444,11 @@ class Editor:
             return ReductionResult(self.messages, [], list(self.events), [], 0, 0,
                                    abandoned or "nothing to reduce")
         entries: list[ArchiveEntry] = []
-        events: list[dict] = []
-        ledger: list[dict] = []
+        events: list[dict[str, Any]] = []
+        ledger: list[ReductionLedgerRow] = []
         cleared = truncated = 0
         for r in self.records:
-            if r.original is not None:
+            if r.original is not None and r.archive_ref is not None:
                 entries.append(ArchiveEntry(r.archive_ref, self.session_id, "offloaded",
                                             [item_for(r.original, tool_name=r.tool_name)],
                                             note=f"{r.phase}: {r.fate} {r.original.role} message {r.original.id}"))
@@ -435,7 +463,6 @@ class Editor:
                            "message_id": r.message_id, "tool_call_id": r.tool_call_id, "tool_name": r.tool_name,
                            "tokens_before": r.tokens_before, "tokens_after": r.tokens_after,
                            "archive_ref": r.archive_ref, "phase": r.phase, **r.extra})
-            ledger.append({"message_id": r.message_id, "fate": r.fate, "tokens_before": r.tokens_before,
-                           "tokens_after": r.tokens_after, "reason": r.reason, "archive_ref": r.archive_ref,
-                           "phase": r.phase})
+            ledger.append(ReductionLedgerRow(r.message_id, r.fate, r.tokens_before, r.tokens_after, r.reason,
+                                             r.archive_ref, r.phase))
         return ReductionResult(self.output(), entries, self.events + events, ledger, cleared, truncated, None)

@@ -20,10 +20,12 @@ abandoned (clear-at-least guard).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..messages import Message
+from .marks import Phase
 
 
 @dataclass
@@ -32,7 +34,7 @@ class ToolDetail:
     tool_name: str | None
     tool_call_id: str | None
     arguments: str | None            # the call's arguments string, when the call is in context
-    phase: str                       # "arrival", "clearing", "pass0", "pass1", "pass2"
+    phase: Phase
     handle: str                      # archive handle the original will be stored under
     tokens: int
     language: str
@@ -46,13 +48,13 @@ class Replacement:
 
 @dataclass
 class ReductionHooks:
-    rewrite: Callable[[Message, list[Message]], list | None] | None = None
+    rewrite: Callable[[Message, list[Message]], list[Message | dict[str, Any]] | None] | None = None
     post_process: Callable[[Any], Any] | None = None
     truncate_handlers: dict[str, Callable[[ToolDetail], Any]] = field(default_factory=dict)
     clear_handlers: dict[str, Callable[[ToolDetail], Any]] = field(default_factory=dict)
 
     @classmethod
-    def coerce(cls, hooks: "ReductionHooks | dict | None") -> "ReductionHooks":
+    def coerce(cls, hooks: ReductionHooks | dict[str, Any] | None) -> ReductionHooks:
         if hooks is None:
             return cls()
         if isinstance(hooks, cls):

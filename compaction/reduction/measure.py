@@ -15,7 +15,7 @@ from ..messages import Message, canonical_json, text_of
 from ..textsize import needs_care, safe_count, slices  # noqa: F401  (slices re-exported for callers)
 from ..tokens import MessageCounter
 
-_BIG_MEMO: "OrderedDict[tuple[str, str], int]" = OrderedDict()
+_BIG_MEMO: OrderedDict[tuple[str, str], int] = OrderedDict()
 _BIG_MEMO_SIZE = 256
 _MEMO_LOCK = threading.Lock()
 
@@ -40,7 +40,7 @@ def text_chars(content: Any) -> int:
     return 0
 
 
-def _is_big(raw: dict) -> bool:
+def _is_big(raw: dict[str, Any]) -> bool:
     content = raw.get("content")
     if isinstance(content, str):
         if needs_care(content):

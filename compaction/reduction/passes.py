@@ -18,6 +18,7 @@ from .clear import protected_from as clearing_protected_from
 from .clear import reducible
 from .config import RECOVERY_TOOL_NAMES
 from .edits import Editor
+from .marks import mark_of
 from .measure import tokens_many
 
 
@@ -75,7 +76,10 @@ def run_pass1(ed: Editor) -> None:
     ed.prefill(dict(zip(idx, tokens_many(ed.counter, [ed.messages[i] for i in idx]))))
     for i in idx:
         m = ed.current(i)
-        if m is None or (m.reduction and m.reduction.get("kind") != "truncated"):
+        if m is None:
+            continue
+        mark = mark_of(m)
+        if mark is not None and mark.kind != "truncated":
             continue
         name = ed.tool_name(m)
         if p.is_kept(name) or p.tool(name).skip_clearing:
@@ -96,7 +100,7 @@ def run_pass2(ed: Editor) -> None:
     label = N.render("limit_tokens", p.language, n=N.num(limit))
     for i in idx:
         m = ed.current(i)
-        if m is None or m.reduction:
+        if m is None or mark_of(m) is not None:
             continue
         name = ed.tool_name(m)
         if name in RECOVERY_TOOL_NAMES or p.is_kept(name):

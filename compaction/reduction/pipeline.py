@@ -11,6 +11,8 @@ step succeeded, so a failure anywhere leaves both the context and the archive as
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..messages import Message, tool_name_index
 from ..tokens import MessageCounter
 from . import notices as N
@@ -18,20 +20,28 @@ from .clear import reducible, run_clearing
 from .config import RECOVERY_TOOL_NAMES, ReductionPolicy
 from .edits import Editor
 from .hooks import ReductionHooks, Replacement, ToolDetail
+from .marks import mark_of
 from .passes import run_force_clean, run_pass1, run_pass2
-from .result import (EVENT_ABANDONED, EVENT_CLEARED, EVENT_TRUNCATED, EVENT_WARNING,  # noqa: F401
-                     ReductionResult)
+from .result import (
+    EVENT_ABANDONED,
+    EVENT_CLEARED,
+    EVENT_TRUNCATED,
+    EVENT_WARNING,
+    ReductionLedgerRow,
+    ReductionResult,
+)
 
-__all__ = ["on_append", "before_call", "clearing_due", "ReductionResult", "ReductionHooks", "Replacement", "ToolDetail",
-           "EVENT_TRUNCATED", "EVENT_CLEARED", "EVENT_WARNING", "EVENT_ABANDONED", "list_warnings"]
+__all__ = ["on_append", "before_call", "clearing_due", "ReductionResult", "ReductionLedgerRow", "ReductionHooks",
+           "Replacement", "ToolDetail", "EVENT_TRUNCATED", "EVENT_CLEARED", "EVENT_WARNING", "EVENT_ABANDONED",
+           "list_warnings"]
 
 
-def _unchanged(messages: list[Message], reason: str, events: list[dict] | None = None) -> ReductionResult:
+def _unchanged(messages: list[Message], reason: str, events: list[dict[str, Any]] | None = None) -> ReductionResult:
     return ReductionResult(messages, [], events or [], [], 0, 0, reason)
 
 
 def on_append(msg: Message, *, policy: ReductionPolicy, counter: MessageCounter, session_id: str,
-              tool_name: str | None, hooks: ReductionHooks | dict | None = None) -> ReductionResult:
+              tool_name: str | None, hooks: ReductionHooks | dict[str, Any] | None = None) -> ReductionResult:
     """Truncate one arriving tool result when it is over the size limit.
 
     ``result.messages`` is ``[msg]`` or ``[truncated copy]``; a truncated copy keeps the id,
@@ -45,8 +55,9 @@ def on_append(msg: Message, *, policy: ReductionPolicy, counter: MessageCounter,
         return _unchanged([msg], "truncation is disabled")
     if msg.role != "tool":
         return _unchanged([msg], "not a tool result")
-    if msg.reduction:
-        return _unchanged([msg], f"already {msg.reduction.get('kind', 'reduced')}")
+    mark = mark_of(msg)
+    if mark is not None:
+        return _unchanged([msg], f"already {mark.kind}")
     if not reducible(msg):
         return _unchanged([msg], "not an original message")
     if tool_name in RECOVERY_TOOL_NAMES or policy.is_kept(tool_name):
@@ -65,7 +76,8 @@ def on_append(msg: Message, *, policy: ReductionPolicy, counter: MessageCounter,
 
 
 def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: MessageCounter, window: int,
-                session_id: str, total_tokens: int, hooks: ReductionHooks | dict | None = None) -> ReductionResult:
+                session_id: str, total_tokens: int,
+                hooks: ReductionHooks | dict[str, Any] | None = None) -> ReductionResult:
     """Reduce the live context before a model call.
 
     ``total_tokens`` is the context's current total (messages, system and tool schemas), as
@@ -100,20 +112,23 @@ def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: Me
     return result
 
 
-def clearing_due(policy: ReductionPolicy, total_tokens: int, window: int | None) -> bool:
+def clearing_due(policy: ReductionPolicy, total_tokens: int, window: int | None, *,
+                 every_call_passes: bool = True) -> bool:
     """O(1): whether :func:`before_call` has anything to consider before the next model call.
 
     True when passes or force-clean are configured (they run on every call, as in tRPC) or
     when the context is over the clearing threshold. It may still find nothing to do (all
-    old results already cleared, or the clear-at-least guard abandons)."""
+    old results already cleared, or the clear-at-least guard abandons). With
+    ``every_call_passes=False`` only the threshold counts: a service that runs reduction
+    inside each compaction run schedules a run for the threshold, not for the passes."""
     if not policy.enabled:
         return False
-    if policy.passes.enabled or policy.force_clean_tools:
+    if every_call_passes and (policy.passes.enabled or policy.force_clean_tools):
         return True
     cc = policy.clearing
     if not cc.enabled:
         return False
-    limits = []
+    limits: list[int] = []
     if cc.trigger_tokens is not None:
         limits.append(cc.trigger_tokens)
     if cc.trigger_fraction is not None and window:
@@ -121,10 +136,10 @@ def clearing_due(policy: ReductionPolicy, total_tokens: int, window: int | None)
     return bool(limits) and total_tokens > min(limits)
 
 
-def list_warnings(policy: ReductionPolicy, seen_tools: set[str]) -> list[dict]:
+def list_warnings(policy: ReductionPolicy, seen_tools: set[str]) -> list[dict[str, Any]]:
     """Warnings about tool lists: names no call in the context uses (a typo, or a tool not
     called yet), and names in both a keep and a clean list (keep wins)."""
-    out = []
+    out: list[dict[str, Any]] = []
     lists = {"keep_tools": [n for n in policy.keep_tools if n not in RECOVERY_TOOL_NAMES],
              "force_clean_tools": policy.force_clean_tools,
              "truncation.exclude_tools": policy.truncation.exclude_tools,

@@ -92,7 +92,7 @@ class Shortened:
     notes: list[str] = field(default_factory=list)
 
 
-def _url(part: dict) -> str:
+def _url(part: dict[str, Any]) -> str:
     spec = part.get("image_url")
     url = spec.get("url") if isinstance(spec, dict) else spec
     return url if isinstance(url, str) else ""
@@ -120,7 +120,7 @@ def shorten(content: Any, *, budget_chars: int | None, limit_label: str, handle:
     call_id = tool_call_id or "-"
     load = N.load_call(handle, language, 0, load_limit)
     if isinstance(content, str):
-        parts: list[dict] = [{"type": "text", "text": content}]
+        parts: list[dict[str, Any]] = [{"type": "text", "text": content}]
         as_string = True
     elif isinstance(content, list):
         parts = content

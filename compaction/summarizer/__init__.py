@@ -11,10 +11,12 @@ With no ``model`` configured the offline extractive summarizer answers
 (``EXTRACTIVE_MODEL``, a litellm custom provider); ``result.extractive`` says so.
 Importing this package does not import litellm; the first summary does.
 """
+from ..prompt_templates import validate_prompt
 from .core import SummaryResult, input_budget, summarize, summarizer_window
-from .extractive import EXTRACTIVE_MODEL, LABEL as EXTRACTIVE_LABEL
+from .extractive import EXTRACTIVE_MODEL
+from .extractive import LABEL as EXTRACTIVE_LABEL
 from .llm import Attempt
-from .prompts import DEFAULT_PROMPT, build_prompt_messages, validate_prompt
+from .prompts import DEFAULT_PROMPT, build_prompt_messages
 from .render import render_conversation
 from .thinking import strip_thinking
 

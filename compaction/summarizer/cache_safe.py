@@ -28,41 +28,22 @@ reason recorded, when
 """
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Message, Provenance, canonical_json
-from ..tokens import MESSAGE_OVERHEAD
+from ..policy import SummarizerPolicy
+from ..prompt_templates import validate_cache_safe_prompt
+from ..tokens import MESSAGE_OVERHEAD, MessageCounter
+from .prompts import language_name, prompt_texts
 
-PLACEHOLDERS = frozenset({"max_summary_words"})
 # Room for the summary's own generation when the settings give no max_tokens: about
 # 1.35 tokens a word plus the headings, and at least this much.
 MIN_OUTPUT_TOKENS = 1024
 
 
-def validate_cache_safe_prompt(prompt: str) -> str:
-    """The appended instruction may use {max_summary_words} only, and must not carry the transcript."""
-    try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None}
-    except ValueError as exc:
-        raise ValueError(f"prompt is not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
-    if "conversation_text" in fields:
-        raise ValueError("the cache-safe prompt must not contain {conversation_text}: the conversation is already "
-                         "in the forked request")
-    unknown = sorted(f for f in fields if f not in PLACEHOLDERS)
-    if unknown:
-        raise ValueError(f"cache-safe prompt uses unknown placeholder(s) {', '.join('{'+u+'}' for u in unknown)}; "
-                         f"allowed: {{max_summary_words}}")
-    if not prompt.strip():
-        raise ValueError("the cache-safe prompt must not be empty")
-    return prompt
-
-
 def default_cache_safe_prompt(max_summary_words: int, language: str = "en") -> str:
     """The built-in compacting instruction of ``language`` (English for codes without a locale file)."""
-    from .prompts import language_name, prompt_texts  # noqa: PLC0415
-
     table, native = prompt_texts(language)
     text = table["cache_safe"].format(length_rule=table["length_rule"] if max_summary_words > 0 else "")
     name = language_name(language)
@@ -71,7 +52,7 @@ def default_cache_safe_prompt(max_summary_words: int, language: str = "en") -> s
     return text
 
 
-def compacting_instruction(settings, language: str = "en") -> str:
+def compacting_instruction(settings: SummarizerPolicy, language: str = "en") -> str:
     """The filled instruction appended to the parent request."""
     words = int(getattr(settings, "max_summary_words", 0) or 0)
     template = getattr(settings, "cache_safe_prompt", None) or default_cache_safe_prompt(words, language)
@@ -82,12 +63,12 @@ def compacting_instruction(settings, language: str = "en") -> str:
 class ParentRequest:
     """The prefix of the agent's last model request: messages (system included) and tools."""
 
-    messages: list[dict]
-    tools: list[dict] | None = None
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
 
     @classmethod
-    def from_dict(cls, data: "dict | ParentRequest | None") -> "ParentRequest | None":
+    def from_dict(cls, data: dict[str, Any] | ParentRequest | None) -> ParentRequest | None:
         """Accepts ``{"messages": [...], "tools": [...], "tool_choice": ...}`` (an OpenAI request
         body; other keys are ignored). A separate ``"system"`` string (Anthropic style) becomes
         the first message unless the messages already start with a system message."""
@@ -109,7 +90,7 @@ class ParentRequest:
             raise ValueError("parent_request['tools'] must be a list")
         return cls(list(messages), tools, data.get("tool_choice"))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": self.messages}
         if self.tools:
             out["tools"] = self.tools
@@ -122,8 +103,8 @@ class ParentRequest:
 class CacheSafePlan:
     mode: str                         # "cache_safe" | "standalone"
     reason: str                       # why (for the run page and events)
-    messages: list[dict] = field(default_factory=list)   # cache-safe: parent messages + instruction
-    tools: list[dict] | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)   # cache-safe: parent messages + instruction
+    tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
     input_tokens: int = 0
 
@@ -131,7 +112,7 @@ class CacheSafePlan:
     def cache_safe(self) -> bool:
         return self.mode == "cache_safe"
 
-    def extra_params(self) -> dict:
+    def extra_params(self) -> dict[str, Any]:
         """Extra ``litellm.completion`` parameters carrying the parent's tools."""
         params: dict[str, Any] = {}
         if self.tools:
@@ -144,13 +125,13 @@ class CacheSafePlan:
         return params
 
 
-def build_request(parent: ParentRequest, settings, language: str = "en") -> tuple[list[dict], str]:
+def build_request(parent: ParentRequest, settings: SummarizerPolicy, language: str = "en") -> tuple[list[dict[str, Any]], str]:
     """(messages, instruction): the parent's messages, untouched, plus the instruction."""
     instruction = compacting_instruction(settings, language)
     return list(parent.messages) + [{"role": "user", "content": instruction}], instruction
 
 
-def output_reserve(settings) -> int:
+def output_reserve(settings: SummarizerPolicy) -> int:
     """Tokens kept free in the summarizer window for the summary itself."""
     params = getattr(settings, "params", None) or {}
     for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
@@ -161,7 +142,7 @@ def output_reserve(settings) -> int:
     return max(MIN_OUTPUT_TOKENS, int(words * 1.35) + 128)
 
 
-def _fingerprints(raw: dict) -> set[str]:
+def _fingerprints(raw: dict[str, Any]) -> set[str]:
     keys = {canonical_json(raw)}
     if raw.get("role") == "tool" and raw.get("tool_call_id"):
         keys.add("tool:" + str(raw["tool_call_id"]))
@@ -192,8 +173,8 @@ def missing_from_parent(parent: ParentRequest, span: list[Message]) -> list[str]
     return missing
 
 
-def plan(parent_request: "dict | ParentRequest | None", span: list[Message], settings, *, counter,
-         window: int, language: str = "en", extractive: bool = False) -> CacheSafePlan:
+def plan(parent_request: dict[str, Any] | ParentRequest | None, span: list[Message], settings: SummarizerPolicy, *,
+         counter: MessageCounter, window: int, language: str = "en", extractive: bool = False) -> CacheSafePlan:
     """Decide between the cache-safe and the standalone request (see the module docstring)."""
     if not getattr(settings, "cache_safe", False):
         return CacheSafePlan("standalone", "cache-safe requests are off in this policy")
@@ -203,6 +184,8 @@ def plan(parent_request: "dict | ParentRequest | None", span: list[Message], set
         parent = ParentRequest.from_dict(parent_request)
     except (TypeError, ValueError) as exc:
         return CacheSafePlan("standalone", f"the parent request is not usable ({exc}); sent the standalone request")
+    if parent is None:  # from_dict answers None only when given None, ruled out above
+        return CacheSafePlan("standalone", "no parent request is known; sent the standalone summary request")
     if extractive:
         return CacheSafePlan("standalone", "the offline extractive summarizer has no prompt cache; "
                                            "sent the standalone request")
@@ -224,7 +207,7 @@ def plan(parent_request: "dict | ParentRequest | None", span: list[Message], set
                          messages, parent.tools, parent.tool_choice, tokens)
 
 
-def _text(raw: dict) -> str:
+def _text(raw: dict[str, Any]) -> str:
     content = raw.get("content")
     parts: list[str] = []
     if isinstance(content, str):

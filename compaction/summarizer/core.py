@@ -13,13 +13,16 @@ than half the budget is clipped to a third of it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import CompactionError, SummaryError
 from ..messages import Message, Provenance
-from ..tokens import MESSAGE_OVERHEAD
+from ..policy import SummarizerPolicy
+from ..tokens import MESSAGE_OVERHEAD, MessageCounter
 from ..windows import model_window
+from .cache_safe import CacheSafePlan, output_reserve, plan
 from .extractive import EXTRACTIVE_MODEL
 from .fit import clip_middle, fit_blocks
 from .llm import Attempt, complete, is_extractive
@@ -27,6 +30,8 @@ from .prompts import build_prompt_messages
 from .render import render_blocks
 
 MIN_CONVERSATION_TOKENS = 256
+# (system instruction, user instruction, span messages) -> the request messages
+InputBuilder = Callable[[str | None, str, list[dict[str, Any]]], list[dict[str, Any]]]
 
 
 @dataclass
@@ -35,30 +40,28 @@ class SummaryResult:
     model: str                      # the model that produced it (EXTRACTIVE_MODEL when offline)
     extractive: bool                # True when no LLM wrote it
     attempts: list[Attempt]         # every attempt, failed ones included
-    prompt_messages: list[dict]     # exactly what was sent
-    usage: dict | None              # provider usage of the successful attempt
+    prompt_messages: list[dict[str, Any]]     # exactly what was sent
+    usage: dict[str, Any] | None              # provider usage of the successful attempt
     input_tokens: int               # tokens of prompt_messages (our count)
-    clipped: list[dict] = field(default_factory=list)  # what was clipped or omitted to fit the input
+    clipped: list[dict[str, Any]] = field(default_factory=list)  # what was clipped or omitted to fit the input
     request_mode: str = "standalone"  # "standalone" | "cache_safe" (forked parent request)
     request_note: str | None = None   # why that mode (set when a cache-safe request was considered)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "model": self.model, "extractive": self.extractive,
                 "attempts": [a.to_dict() for a in self.attempts], "prompt_messages": self.prompt_messages,
                 "usage": self.usage, "input_tokens": self.input_tokens, "clipped": self.clipped,
                 "request_mode": self.request_mode, "request_note": self.request_note}
 
 
-def summarizer_window(settings, fallback_window: int) -> int:
+def summarizer_window(settings: SummarizerPolicy, fallback_window: int) -> int:
     return settings.context_window or model_window(settings.model) or fallback_window
 
 
-def input_budget(settings, fallback_window: int) -> int:
+def input_budget(settings: SummarizerPolicy, fallback_window: int) -> int:
     """Tokens the whole summarizer prompt may use. The summary's own generation keeps its
     room in the window (``params.max_tokens``, else about the word budget; never more
     than half the window), whatever ``input_share`` says."""
-    from .cache_safe import output_reserve  # noqa: PLC0415
-
     window = summarizer_window(settings, fallback_window)
     budget = int(window * settings.input_share)
     budget = min(budget, max(window // 2, window - output_reserve(settings)))
@@ -67,7 +70,7 @@ def input_budget(settings, fallback_window: int) -> int:
     return max(1, budget)
 
 
-def _prompt_tokens(messages: list[dict], count_text: Callable[[str], int]) -> int:
+def _prompt_tokens(messages: list[dict[str, Any]], count_text: Callable[[str], int]) -> int:
     def text(content: Any) -> str:
         if isinstance(content, list):  # content parts (an input_builder may send them)
             return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
@@ -75,16 +78,17 @@ def _prompt_tokens(messages: list[dict], count_text: Callable[[str], int]) -> in
     return sum(count_text(text(m.get("content"))) + MESSAGE_OVERHEAD for m in messages)
 
 
-def summarize(span: list[Message], settings, *, previous_summary: str | None = None, counter,
+def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summary: str | None = None,
+              counter: MessageCounter,
               fallback_window: int = 128_000, replaced_tokens: int,
-              on_event: Callable[[dict], Any] | None = None, language: str = "en",
+              on_event: Callable[[dict[str, Any]], Any] | None = None, language: str = "en",
               tool_call_formatter: Callable[[str, str], str | None] | None = None,
               tool_result_formatter: Callable[[str, str], str | None] | None = None,
               sleep: Callable[[float], None] | None = None,
               pre_summary: Callable[[str], str] | None = None,
-              input_builder: Callable[[str | None, str, list[dict]], list[dict]] | None = None,
+              input_builder: InputBuilder | None = None,
               abort_on_hook_error: bool = False,
-              parent_request: dict | None = None) -> SummaryResult:
+              parent_request: dict[str, Any] | None = None) -> SummaryResult:
     """Summarize ``span`` (folding in ``previous_summary``) with ``settings``.
 
     ``replaced_tokens`` is the size of everything the summary will replace; with
@@ -104,8 +108,6 @@ def summarize(span: list[Message], settings, *, previous_summary: str | None = N
     :mod:`.cache_safe`); without it, or when it cannot be used, the standalone request.
     """
     if getattr(settings, "cache_safe", False):
-        from .cache_safe import plan  # noqa: PLC0415
-
         primary_extractive = is_extractive(settings.model or EXTRACTIVE_MODEL)
         cs = plan(parent_request, span, settings, counter=counter,
                   window=summarizer_window(settings, fallback_window), language=language,
@@ -137,7 +139,7 @@ def summarize(span: list[Message], settings, *, previous_summary: str | None = N
                                  abort_on_hook_error=abort_on_hook_error)
 
 
-def run_hook(name: str, fn: Callable, args: tuple, on_event: Callable[[dict], Any] | None, abort: bool) -> Any:
+def run_hook(name: str, fn: Callable[..., Any], args: tuple[Any, ...], on_event: Callable[[dict[str, Any]], Any] | None, abort: bool) -> Any:
     """Call a user hook; None when it failed and failures are ignored."""
     try:
         return fn(*args)
@@ -149,7 +151,7 @@ def run_hook(name: str, fn: Callable, args: tuple, on_event: Callable[[dict], An
         return None
 
 
-def _shrink_check(settings, count_text: Callable[[str], int], replaced_tokens: int) -> Callable[[str], str | None]:
+def _shrink_check(settings: SummarizerPolicy, count_text: Callable[[str], int], replaced_tokens: int) -> Callable[[str], str | None]:
     def check(text: str) -> str | None:
         if not text.strip():
             return "empty summary"
@@ -168,7 +170,9 @@ def _valid_messages(value: Any) -> bool:
                     and "content" in m for m in value))
 
 
-def _summarize_cache_safe(cs, span, settings, *, replaced_tokens, counter, on_event, sleep, **standalone) -> SummaryResult:
+def _summarize_cache_safe(cs: CacheSafePlan, span: list[Message], settings: SummarizerPolicy, *, replaced_tokens: int,
+                          counter: MessageCounter, on_event: Callable[[dict[str, Any]], Any] | None,
+                          sleep: Callable[[float], None] | None, **standalone: Any) -> SummaryResult:
     """The forked request; models that cannot take it (extractive failovers) get the
     standalone request afterwards if every other model failed."""
     failovers = [m for m in settings.failover_models if m]
@@ -189,7 +193,7 @@ def _summarize_cache_safe(cs, span, settings, *, replaced_tokens, counter, on_ev
                       "reason": "every model failed on the cache-safe request; trying the offline failover"})
         offset = len(exc.attempts)
 
-        def renumber(event: dict) -> None:
+        def renumber(event: dict[str, Any]) -> None:
             if on_event is not None:
                 on_event({**event, "attempt": event.get("attempt", 0) + offset} if "attempt" in event else event)
 
@@ -213,10 +217,13 @@ def _summarize_cache_safe(cs, span, settings, *, replaced_tokens, counter, on_ev
                          input_tokens=cs.input_tokens, clipped=[], request_mode="cache_safe", request_note=cs.reason)
 
 
-def _summarize_standalone(span: list[Message], settings, *, previous_summary: str | None, counter,
-                          fallback_window: int, replaced_tokens: int, on_event: Callable[[dict], Any] | None,
-                          language: str, tool_call_formatter, tool_result_formatter, sleep,
-                          pre_summary, input_builder, abort_on_hook_error: bool) -> SummaryResult:
+def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, previous_summary: str | None,
+                          counter: MessageCounter,
+                          fallback_window: int, replaced_tokens: int, on_event: Callable[[dict[str, Any]], Any] | None,
+                          language: str, tool_call_formatter: Callable[[str, str], str | None] | None,
+                          tool_result_formatter: Callable[[str, str], str | None] | None,
+                          sleep: Callable[[float], None] | None, pre_summary: Callable[[str], str] | None,
+                          input_builder: InputBuilder | None, abort_on_hook_error: bool) -> SummaryResult:
     count_text = counter.count_text
     hooked: dict[str, str] = {}
 
@@ -236,16 +243,17 @@ def _summarize_standalone(span: list[Message], settings, *, previous_summary: st
         raise SummaryError("nothing to summarize: the span holds no renderable message", attempts=[])
 
     budget = input_budget(settings, fallback_window)
-    clipped: list[dict] = []
+    clipped: list[dict[str, Any]] = []
     overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language),
                               count_text)
     if previous is not None and overhead > budget // 2:
         before = count_text(previous)
         keep_tokens = max(1, budget // 3)
-        keep_chars = int(len(previous) * keep_tokens / max(1, before))
+        chars_before = len(previous)
+        keep_chars = int(chars_before * keep_tokens / max(1, before))
         previous, cut = clip_middle(previous, keep_chars)
         clipped.append({"kind": "previous_summary", "tokens_before": before, "tokens_after": count_text(previous),
-                        "chars_before": len(previous_summary.strip()), "chars_clipped": cut})
+                        "chars_before": chars_before, "chars_clipped": cut})
         overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language),
                                   count_text)
     room = max(budget - overhead, min(MIN_CONVERSATION_TOKENS, budget))

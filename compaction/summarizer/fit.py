@@ -19,8 +19,9 @@ what the summarizer did not see.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any
 
 from .render import BLOCK_SEPARATOR, Block, join_blocks
 
@@ -96,7 +97,7 @@ class FitResult:
     blocks: list[Block]
     text: str
     tokens: int
-    clipped: list[dict] = field(default_factory=list)
+    clipped: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _waterline(tokens: list[int], candidates: list[int], excess: int, floor: int) -> int | None:
@@ -153,8 +154,8 @@ class _Clipper:
             return [_omitted_block(self.original[0].index, self.dropped_head)] + kept
         return kept
 
-    def report(self) -> list[dict]:
-        out: list[dict] = []
+    def report(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
         if self.dropped_head:
             out.append({"kind": "omitted", "messages": self.dropped_head,
                         "message_ids": [b.message_id for b in self.original[: self.dropped_head]],
@@ -213,7 +214,7 @@ def _fit_keep_last(blocks: list[Block], budget: int, count: CountText, sep_token
                    tokens: list[int]) -> FitResult:
     room = budget - MARKER_TOKENS
     kept: list[Block] = []
-    clipped: list[dict] = []
+    clipped: list[dict[str, Any]] = []
     used = 0
     first_kept = len(blocks)
     for i in range(len(blocks) - 1, -1, -1):

@@ -24,16 +24,22 @@ import email.utils
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Literal
 
+from .. import _env
 from ..errors import SummaryError
+from ..policy import RetryPolicy, SummarizerPolicy
+from .extractive import EXTRACTIVE_MODEL, register
 from .thinking import strip_thinking
 
 sleep: Callable[[float], None] = time.sleep
 _rng = random.Random()
 
 EXTRACTIVE_PREFIX = "extractive/"
+Phase = Literal["primary", "failover"]
+Usage = dict[str, int]   # prompt_tokens, completion_tokens, total_tokens (those the provider reported)
 NOT_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 405, 413, 422})
 
 
@@ -42,14 +48,14 @@ class Attempt:
     """One request to one model, as shown on the run page and in events."""
 
     number: int
-    phase: str            # "primary" | "failover"
+    phase: Phase
     model: str
     ok: bool
     error: str | None
     latency_ms: float
-    usage: dict | None = None
+    usage: Usage | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -57,26 +63,26 @@ class Attempt:
 class CallResult:
     text: str
     model: str
-    usage: dict | None
+    usage: Usage | None
     attempts: list[Attempt]
 
 
 class Rejected(Exception):
     """The model answered, but the answer is not a usable summary."""
 
-    def __init__(self, message: str, usage: dict | None = None):
+    def __init__(self, message: str, usage: Usage | None = None):
         super().__init__(message)
         self.usage = usage
 
 
 def is_extractive(model: str | None) -> bool:
-    return bool(model) and model.startswith(EXTRACTIVE_PREFIX)
+    return bool(model) and model is not None and model.startswith(EXTRACTIVE_PREFIX)
 
 
-def backoff_delay(retry: int, policy, rng: random.Random | None = None) -> float:
+def backoff_delay(retry: int, policy: RetryPolicy, rng: random.Random | None = None) -> float:
     """Seconds to wait before the ``retry``-th retry (1-based) of one model."""
     rng = rng or _rng
-    delay = min(policy.backoff_cap, policy.backoff_base * (2 ** max(0, retry - 1)))
+    delay = min(policy.backoff_cap, policy.backoff_base * (1 << max(0, retry - 1)))
     if policy.jitter:
         delay *= 1 + policy.jitter * rng.uniform(-1.0, 1.0)
     return max(0.0, min(delay, policy.backoff_cap))
@@ -104,7 +110,8 @@ def retry_after_seconds(exc: BaseException) -> float | None:
         when = email.utils.parsedate_to_datetime(value) if value else None
         if when is None:
             return None
-        return max(0.0, when.timestamp() - time.time())
+        seconds: float = when.timestamp() - time.time()
+        return max(0.0, seconds)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -141,13 +148,13 @@ def _retryable(exc: BaseException, model: str) -> bool:
     return True
 
 
-def _usage_dict(response: Any) -> dict | None:
+def _usage_dict(response: Any) -> Usage | None:
     usage = getattr(response, "usage", None)
     if usage is None and isinstance(response, dict):
         usage = response.get("usage")
     if usage is None:
         return None
-    out = {}
+    out: Usage = {}
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
         if isinstance(value, int):
@@ -166,8 +173,8 @@ def _content(response: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def request_kwargs(model: str, messages: list[dict], settings, *, extractive_words: int | None = None,
-                   language: str = "en") -> dict:
+def request_kwargs(model: str, messages: list[dict[str, Any]], settings: SummarizerPolicy, *,
+                   extractive_words: int | None = None, language: str = "en") -> dict[str, Any]:
     """The keyword arguments of one ``litellm.completion`` call."""
     kwargs: dict[str, Any] = dict(settings.params or {})
     kwargs.update(model=model, messages=messages, timeout=settings.timeout_seconds,
@@ -195,17 +202,14 @@ class _MissingKey(Exception):
     status_code = 401
 
 
-def complete(messages: list[dict], settings, *, check: Callable[[str], str | None],
-             on_event: Callable[[dict], Any] | None = None, sleep_fn: Callable[[float], None] | None = None,
+def complete(messages: list[dict[str, Any]], settings: SummarizerPolicy, *, check: Callable[[str], str | None],
+             on_event: Callable[[dict[str, Any]], Any] | None = None, sleep_fn: Callable[[float], None] | None = None,
              extractive_words: int | None = None, language: str = "en") -> CallResult:
     """Ask the configured models for a summary until one passes ``check``.
 
     ``check(text)`` returns None for a usable summary or a sentence saying why it is
     not. Raises :class:`SummaryError` carrying every attempt when all models fail.
     """
-    from .. import _env  # noqa: PLC0415
-    from .extractive import EXTRACTIVE_MODEL, register  # noqa: PLC0415
-
     litellm = _env.litellm()
     primary = settings.model or EXTRACTIVE_MODEL
     models = [primary] + [m for m in settings.failover_models if m]
@@ -215,7 +219,7 @@ def complete(messages: list[dict], settings, *, check: Callable[[str], str | Non
     attempts: list[Attempt] = []
     number = 0
     for index, model in enumerate(models):
-        phase = "primary" if index == 0 else "failover"
+        phase: Phase = "primary" if index == 0 else "failover"
         wait_hint: float | None = None
         for retry in range(policy.max_retries + 1):
             if retry:
@@ -225,7 +229,7 @@ def complete(messages: list[dict], settings, *, check: Callable[[str], str | Non
                 (sleep_fn or sleep)(delay)
             number += 1
             started = time.perf_counter()
-            usage: dict | None = None
+            usage: Usage | None = None
             text = ""
             try:
                 kwargs = request_kwargs(model, messages, settings, extractive_words=extractive_words,

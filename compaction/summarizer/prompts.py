@@ -14,11 +14,10 @@ extractive summarizer to see the previous summary should keep those tags too.
 from __future__ import annotations
 
 import re
-import string
+from typing import Any
 
 from .. import locales as _locales
-
-PLACEHOLDERS = frozenset({"conversation_text", "previous_summary", "max_summary_words"})
+from ..policy import SummarizerPolicy
 
 NO_PREVIOUS_SUMMARY = "none"
 
@@ -36,22 +35,6 @@ LANGUAGE_NAMES = {
     "nl": "Dutch", "pl": "Polish", "tr": "Turkish", "ar": "Arabic", "hi": "Hindi",
     "vi": "Vietnamese", "id": "Indonesian", "uk": "Ukrainian", "sv": "Swedish",
 }
-
-
-def validate_prompt(prompt: str) -> str:
-    """A custom prompt must contain {conversation_text} and use no other placeholder
-    than {previous_summary} and {max_summary_words}; literal braces must be doubled."""
-    try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None}
-    except ValueError as exc:
-        raise ValueError(f"prompt is not a valid template ({exc}); write literal braces as {{{{ and }}}}") from None
-    unknown = sorted(f for f in fields if f not in PLACEHOLDERS)
-    if unknown:
-        raise ValueError(f"prompt uses unknown placeholder(s) {', '.join('{'+u+'}' for u in unknown)}; "
-                         f"allowed: {{conversation_text}}, {{previous_summary}}, {{max_summary_words}}")
-    if "conversation_text" not in fields:
-        raise ValueError("prompt must contain the {conversation_text} placeholder")
-    return prompt
 
 
 def language_name(code: str | None) -> str | None:
@@ -97,8 +80,8 @@ def fill(template: str, values: dict[str, str]) -> str:
         return _KNOWN.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def build_prompt_messages(conversation_text: str, settings, *, previous_summary: str | None = None,
-                          language: str = "en") -> list[dict]:
+def build_prompt_messages(conversation_text: str, settings: SummarizerPolicy, *, previous_summary: str | None = None,
+                          language: str = "en") -> list[dict[str, Any]]:
     """The chat messages sent to the summarizer: an optional system message
     (``settings.system_prompt``) and one user message holding the conversation."""
     words = int(getattr(settings, "max_summary_words", 0) or 0)
@@ -109,7 +92,7 @@ def build_prompt_messages(conversation_text: str, settings, *, previous_summary:
         "max_summary_words": str(words),
     }
     template = settings.prompt or default_prompt(words, language)
-    messages: list[dict] = []
+    messages: list[dict[str, Any]] = []
     if settings.system_prompt:
         messages.append({"role": "system", "content": fill(settings.system_prompt, values)})
     messages.append({"role": "user", "content": fill(template, values)})

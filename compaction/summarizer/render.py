@@ -20,8 +20,9 @@ input budget (:mod:`.fit`) can clip one block's body and leave its label intact.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any
 
 from ..messages import Message, Provenance, tool_name_index
 
@@ -51,7 +52,7 @@ class Block:
         return self.prefix + self.body + self.suffix
 
 
-def _content_text(content, *, image_marker: str = "[image]") -> str:
+def _content_text(content: Any, *, image_marker: str = "[image]") -> str:
     """Text of a content value with non-text parts shown as short markers."""
     if content is None:
         return ""

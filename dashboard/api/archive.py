@@ -1,7 +1,7 @@
 """Archive: what compactions removed from the live context, kept whole."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 from ninja import Router
 from ninja.params import functions as param
@@ -10,13 +10,21 @@ from ..selectors import archive as sel
 from ..selectors.sessions import get_session
 from . import convert
 from .errors import ERROR_CODES
-from .schemas import MAX_ID, ArchiveEntryDetailOut, ArchiveEntryPage, Error, ReplayOut, SearchPage, Text
+from .schemas import (
+    MAX_ID,
+    ArchiveEntryDetailOut,
+    ArchiveEntryPage,
+    Error,
+    ReplayOut,
+    SearchPage,
+    Text,
+)
 
 router = Router(tags=["archive"])
 ERR = {code: Error for code in ERROR_CODES}
 SessionId = Annotated[int, param.Path(ge=1, le=MAX_ID, description="Session id.")]
-Cursor = Annotated[Optional[str], param.Query(None, max_length=200, description="next_cursor of the previous page.")]
-Limit = Annotated[Optional[int], param.Query(None, ge=1, le=500, description="Page size (default 50).")]
+Cursor = Annotated[str | None, param.Query(None, max_length=200, description="next_cursor of the previous page.")]
+Limit = Annotated[int | None, param.Query(None, ge=1, le=500, description="Page size (default 50).")]
 
 
 @router.get("/sessions/{session_id}/archive", response={200: ArchiveEntryPage, **ERR},

@@ -1,7 +1,17 @@
 """Model -> response dicts (one place, so the API and tests agree on shapes)."""
 from __future__ import annotations
 
-from ..models import ArchiveEntry, ArchiveItem, CompactionRun, Message, Policy, RunEvent, Session
+from typing import Any
+
+from ..models import (
+    ArchiveItem,
+    CompactionRun,
+    RunEvent,
+    Session,
+    StoredArchiveEntry,
+    StoredMessage,
+    StoredPolicy,
+)
 from ..selectors.sessions import session_detail
 
 
@@ -33,16 +43,17 @@ def trigger_out(result) -> dict | None:
     return {"fired": result.fired, "reason": result.reason, "detail": result.to_dict()}
 
 
-def run_ref(run: CompactionRun | None, created: bool) -> dict | None:
+def run_ref(run: CompactionRun | None, created: bool) -> dict[str, Any] | None:
     if run is None:
         return None
     # The run may have executed inline since it was created (sync fallback): read it again.
-    fresh = CompactionRun.objects.filter(pk=run.pk).values("status", "inline").first() or {}
-    return {"run_id": run.pk, "status": fresh.get("status", run.status), "status_url": f"/api/runs/{run.pk}",
-            "created": created, "inline": bool(fresh.get("inline", run.inline))}
+    fresh = CompactionRun.objects.filter(pk=run.pk).values("status", "inline").first()
+    status, inline = (fresh["status"], fresh["inline"]) if fresh else (run.status, run.inline)
+    return {"run_id": run.pk, "status": status, "status_url": f"/api/runs/{run.pk}",
+            "created": created, "inline": bool(inline)}
 
 
-def message_out(m: Message) -> dict:
+def message_out(m: StoredMessage) -> dict:
     return {"position": m.position, "role": m.role, "message": m.raw, "filter_key": m.filter_key, "tokens": m.tokens,
             "tokens_by_category": m.tokens_by_category, "content_hash": m.content_hash, "created_at": m.created_at}
 
@@ -79,7 +90,7 @@ def run_detail_out(r: CompactionRun, events: list[RunEvent]) -> dict:
     return out
 
 
-def entry_out(e: ArchiveEntry) -> dict:
+def entry_out(e: StoredArchiveEntry) -> dict:
     return {"id": e.entry_id, "session_id": e.session_id, "run_id": e.run_id, "kind": e.kind, "note": e.note,
             "content_hash": e.content_hash, "item_count": e.item_count, "size_chars": e.size_chars,
             "created_at": e.created_at, "url": f"/api/archive/{e.entry_id}"}
@@ -90,7 +101,7 @@ def item_out(i: ArchiveItem) -> dict:
             "tool_call_id": i.tool_call_id or None, "tool_name": i.tool_name or None, "message": i.raw}
 
 
-def policy_out(p: Policy, active_id: int | None) -> dict:
+def policy_out(p: StoredPolicy, active_id: int | None) -> dict:
     return {"id": p.pk, "name": p.name, "description": p.description, "version": p.version,
             "active": p.pk == active_id, "policy": p.data, "created_at": p.created_at, "updated_at": p.updated_at,
             "url": f"/api/policies/{p.pk}"}

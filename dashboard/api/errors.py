@@ -18,7 +18,11 @@ def install(api) -> None:
             value = getattr(exc, name, None)
             if value is not None:
                 body[name] = value
-        return api.create_response(request, body, status=exc.status)
+        response = api.create_response(request, body, status=exc.status)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:  # a rate limit: when to try again
+            response["Retry-After"] = str(retry_after)
+        return response
 
     @api.exception_handler(RequestDataTooBig)
     def data_too_big(request, exc):

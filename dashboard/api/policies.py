@@ -1,25 +1,37 @@
 """Policies CRUD, the project's active policy, presets."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 from ninja import Router
 from ninja.params import functions as param
 
-from compaction import PRESETS, get_preset
+from compaction import PRESETS, get_preset, locales
+from compaction.hooks import KINDS, list_hooks
 
 from ..selectors import policies as sel
 from ..services import policies as service
 from . import convert
 from .errors import ERROR_CODES
-from .schemas import (MAX_ID, ActivePolicyIn, ActivePolicyOut, Error, HooksOut, PolicyIn, PolicyOut, PolicyPage,
-                      PolicyUpdateIn, PolicyVersionOut, PresetOut)
+from .schemas import (
+    MAX_ID,
+    ActivePolicyIn,
+    ActivePolicyOut,
+    Error,
+    HooksOut,
+    PolicyIn,
+    PolicyOut,
+    PolicyPage,
+    PolicyUpdateIn,
+    PolicyVersionOut,
+    PresetOut,
+)
 
 router = Router(tags=["policies"])
 ERR = {code: Error for code in ERROR_CODES}
 PolicyId = Annotated[int, param.Path(ge=1, le=MAX_ID, description="Policy id.")]
-Cursor = Annotated[Optional[str], param.Query(None, max_length=200, description="next_cursor of the previous page.")]
-Limit = Annotated[Optional[int], param.Query(None, ge=1, le=500, description="Page size (default 50).")]
+Cursor = Annotated[str | None, param.Query(None, max_length=200, description="next_cursor of the previous page.")]
+Limit = Annotated[int | None, param.Query(None, ge=1, le=500, description="Page size (default 50).")]
 
 
 def _active_id(request) -> int | None:
@@ -109,8 +121,6 @@ def hooks(request):
     """What a policy's `hooks` section may name (by kind) and the languages `language` accepts.
     Hooks are Python callables registered with `compaction.hooks.register_hook`; a policy
     naming an unregistered one is refused with 422 naming the field."""
-    from compaction import locales  # noqa: PLC0415
-    from compaction.hooks import KINDS, list_hooks  # noqa: PLC0415
 
     return {"kinds": list(KINDS), "hooks": list_hooks(),
             "languages": [{"code": c, "name": locales.display_name(c)} for c in locales.available()]}

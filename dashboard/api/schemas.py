@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -35,10 +35,10 @@ class Input(BaseModel):
 
 class Error(Schema):
     detail: Any = Field(description="What went wrong: a sentence, or a list of validation errors.")
-    field: Optional[str] = Field(None, description="Dotted path of the offending setting or field, when known.")
-    fault: Optional[str] = Field(None, description="Machine-readable fault code of an import error.")
-    index: Optional[int] = Field(None, description="Index of the offending message, when known.")
-    line: Optional[int] = Field(None, description="Line of the offending JSONL record, when known.")
+    field: str | None = Field(None, description="Dotted path of the offending setting or field, when known.")
+    fault: str | None = Field(None, description="Machine-readable fault code of an import error.")
+    index: int | None = Field(None, description="Index of the offending message, when known.")
+    line: int | None = Field(None, description="Line of the offending JSONL record, when known.")
 
 
 # -- shared pieces ---------------------------------------------------------------------
@@ -72,19 +72,19 @@ class RunRef(Schema):
 # -- sessions ----------------------------------------------------------------------------
 
 class SessionImportIn(Input):
-    messages: Union[list[dict[str, Any]], str] = Field(
+    messages: list[dict[str, Any]] | str = Field(
         description="The session: a list of messages (OpenAI chat, Anthropic Messages, or Claude Code records), "
                     "or JSONL text (one OpenAI message or Claude Code record per line).")
-    tools: Optional[list[dict[str, Any]]] = Field(None, description="Tool schemas (OpenAI or Anthropic shape).")
-    system: Optional[Union[str, list[dict[str, Any]]]] = Field(None, description="Anthropic system prompt.")
-    title: Optional[Annotated[Text, Field(max_length=500)]] = None
-    external_id: Optional[Annotated[Text, Field(max_length=500)]] = Field(
+    tools: list[dict[str, Any]] | None = Field(None, description="Tool schemas (OpenAI or Anthropic shape).")
+    system: str | list[dict[str, Any]] | None = Field(None, description="Anthropic system prompt.")
+    title: Annotated[Text, Field(max_length=500)] | None = None
+    external_id: Annotated[Text, Field(max_length=500)] | None = Field(
         None, description="Your id for the session; unique within the project.")
-    model: Optional[Annotated[Text, Field(max_length=200)]] = Field(
+    model: Annotated[Text, Field(max_length=200)] | None = Field(
         None, description="The agent's model (sets the tokenizer and context window when the policy names none).")
-    format: Optional[Format] = Field(None, description="Input format; detected when omitted.")
+    format: Format | None = Field(None, description="Input format; detected when omitted.")
     auto_compact: bool = Field(True, description="Check the trigger after import and queue a run when it fires.")
-    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(
+    filter_key: Annotated[Text, Field(max_length=255)] | None = Field(
         None, description="Branch filter key ('app/tool') of every message that carries none of its own "
                           "(a message may carry `filter_key` beside its fields).")
 
@@ -100,10 +100,10 @@ class SessionOut(Schema):
     context_tokens: int
     history_tokens: int
     compaction_count: int
-    policy_id: Optional[int]
+    policy_id: int | None
     created_at: datetime
     updated_at: datetime
-    last_message_at: Optional[datetime]
+    last_message_at: datetime | None
     url: str
 
 
@@ -121,31 +121,31 @@ class SessionDetailOut(SessionOut):
     context_version: int
     tokens_since_summary: int
     messages_since_summary: int
-    last_compacted_at: Optional[datetime]
+    last_compacted_at: datetime | None
     window: int
     window_source: str
     policy_name: str
     trigger: TriggerOut
-    pending_run: Optional[PendingRun]
-    active_run_id: Optional[int]
+    pending_run: PendingRun | None
+    active_run_id: int | None
 
 
 class SessionPage(Schema):
     items: list[SessionOut]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 class ImportOut(Schema):
     session: SessionDetailOut
-    trigger: Optional[TriggerOut]
-    compaction: Optional[RunRef]
+    trigger: TriggerOut | None
+    compaction: RunRef | None
 
 
 class AppendIn(Input):
     messages: list[dict[str, Any]] = Field(min_length=1, description="OpenAI chat messages, in order; each may "
                                                                       "carry a `filter_key` ('app/tool') beside its fields.")
     auto_compact: bool = Field(True, description="Check the trigger and queue a run when it fires.")
-    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(
+    filter_key: Annotated[Text, Field(max_length=255)] | None = Field(
         None, description="Branch filter key of every message that carries none of its own.")
 
 
@@ -161,15 +161,15 @@ class AppendOut(Schema):
     positions: list[int]
     message_count: int
     context: ContextSummary
-    trigger: Optional[TriggerOut]
-    compaction: Optional[RunRef] = Field(description="The run this append queued (or the one already pending), or null.")
+    trigger: TriggerOut | None
+    compaction: RunRef | None = Field(description="The run this append queued (or the one already pending), or null.")
 
 
 class MessageOut(Schema):
     position: int
     role: str
     message: dict[str, Any]
-    filter_key: Optional[str] = None
+    filter_key: str | None = None
     tokens: int
     tokens_by_category: dict[str, int]
     content_hash: str
@@ -178,7 +178,7 @@ class MessageOut(Schema):
 
 class MessagePage(Schema):
     items: list[MessageOut]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 class ContextOut(Schema):
@@ -192,7 +192,7 @@ class ContextOut(Schema):
 
 
 class SessionPolicyIn(Input):
-    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(
+    policy_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = Field(
         None, description="A policy of this project, or null to follow the project's active policy.")
 
 
@@ -200,10 +200,10 @@ class SessionPolicyIn(Input):
 
 class ForceIn(Input):
     reason: Annotated[Text, Field(max_length=2000)] = ""
-    overrides: Optional[dict[str, Any]] = Field(None, description='Dotted settings, e.g. {"cut.keep_messages": 4}.')
-    policy: Optional[dict[str, Any]] = Field(None, description="A whole policy to use instead of the session's.")
-    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="A preset name instead of the session's policy.")
-    filter_key: Optional[Annotated[Text, Field(max_length=255)]] = Field(None, description="Branch whose summary the run refreshes first.")
+    overrides: dict[str, Any] | None = Field(None, description='Dotted settings, e.g. {"cut.keep_messages": 4}.')
+    policy: dict[str, Any] | None = Field(None, description="A whole policy to use instead of the session's.")
+    preset: Annotated[Text, Field(max_length=100)] | None = Field(None, description="A preset name instead of the session's policy.")
+    filter_key: Annotated[Text, Field(max_length=255)] | None = Field(None, description="Branch whose summary the run refreshes first.")
 
 
 class Progress(Schema):
@@ -221,24 +221,24 @@ class RunOut(Schema):
     status: str
     progress: Progress
     created_at: datetime
-    started_at: Optional[datetime]
-    finished_at: Optional[datetime]
-    duration_ms: Optional[int]
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
     deliveries: int
-    policy_id: Optional[int]
-    policy_version: Optional[int]
-    tokens_before: Optional[dict[str, int]]
-    tokens_after: Optional[dict[str, int]]
-    messages_before: Optional[int]
-    messages_after: Optional[int]
+    policy_id: int | None
+    policy_version: int | None
+    tokens_before: dict[str, int] | None
+    tokens_after: dict[str, int] | None
+    messages_before: int | None
+    messages_after: int | None
     model: str
     error: str
     error_kind: str
     archive_refs: list[str]
-    filter_key: Optional[str] = Field(None, description="Filter key whose messages triggered the run.")
+    filter_key: str | None = Field(None, description="Filter key whose messages triggered the run.")
     inline: bool = Field(False, description="Executed synchronously in the request that needed it (sync fallback).")
     inline_reason: str = Field("", description="Why it could not be enqueued.")
-    request_mode: Optional[str] = Field(None, description="Summary request: cache_safe or standalone (null: none sent).")
+    request_mode: str | None = Field(None, description="Summary request: cache_safe or standalone (null: none sent).")
     request_mode_reason: str = Field("", description="Why that request mode.")
     url: str
 
@@ -255,21 +255,21 @@ class RunDetailOut(RunOut):
     prompt: list[Any]
     attempts: list[Any]
     ledger: list[Any]
-    retention: Optional[dict[str, Any]]
-    compression: Optional[float]
-    trigger_info: Optional[dict[str, Any]]
+    retention: dict[str, Any] | None
+    compression: float | None
+    trigger_info: dict[str, Any] | None
     result: dict[str, Any]
     policy_snapshot: dict[str, Any]
     overrides: dict[str, Any]
-    snapshot_messages: Optional[int]
-    appended_during_run: Optional[int]
-    context_version_after: Optional[int]
+    snapshot_messages: int | None
+    appended_during_run: int | None
+    context_version_after: int | None
     events: list[RunEventOut]
 
 
 class RunPage(Schema):
     items: list[RunOut]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 # -- branch summaries ---------------------------------------------------------------------------
@@ -279,11 +279,11 @@ class BranchSummaryOut(Schema):
     text: str
     covered: int
     messages: int
-    model: Optional[str] = None
+    model: str | None = None
     extractive: bool = False
     updated_at: float
     version: int
-    run_id: Optional[str] = None
+    run_id: str | None = None
 
 
 class BranchKeyOut(Schema):
@@ -292,16 +292,16 @@ class BranchKeyOut(Schema):
     messages: int
     covered: int
     updated_at: float
-    run_id: Optional[str] = None
-    model: Optional[str] = None
+    run_id: str | None = None
+    model: str | None = None
 
 
 class BranchSummariesOut(Schema):
     session_id: int
     requested: str = Field(description="The key asked for (normalised; empty: the whole session).")
-    used: Optional[str] = Field(description="The key whose summary is served; null when there is none.")
+    used: str | None = Field(description="The key whose summary is served; null when there is none.")
     fallback: Literal["exact", "whole_session", "any", "none"]
-    summary: Optional[BranchSummaryOut]
+    summary: BranchSummaryOut | None
     keys: list[BranchKeyOut]
     position: int = Field(description="Messages of the history the last refresh looked at.")
 
@@ -311,7 +311,7 @@ class BranchSummariesOut(Schema):
 class ArchiveEntryOut(Schema):
     id: str
     session_id: int
-    run_id: Optional[int]
+    run_id: int | None
     kind: str
     note: str
     content_hash: str
@@ -323,22 +323,22 @@ class ArchiveEntryOut(Schema):
 
 class ArchiveEntryPage(Schema):
     items: list[ArchiveEntryOut]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 class ArchiveItemOut(Schema):
     index: int
     message_id: str
-    ordinal: Optional[int]
-    tool_call_id: Optional[str]
-    tool_name: Optional[str]
+    ordinal: int | None
+    tool_call_id: str | None
+    tool_name: str | None
     message: dict[str, Any]
 
 
 class ArchiveEntryDetailOut(ArchiveEntryOut):
     offset: int
     limit: int
-    next_offset: Optional[int]
+    next_offset: int | None
     items: list[ArchiveItemOut]
 
 
@@ -347,9 +347,9 @@ class SearchHit(Schema):
     entry_kind: str
     index: int
     message_id: str
-    ordinal: Optional[int]
+    ordinal: int | None
     role: str
-    tool_name: Optional[str]
+    tool_name: str | None
     snippet: str
     url: str
 
@@ -357,7 +357,7 @@ class SearchHit(Schema):
 class SearchPage(Schema):
     query: str
     items: list[SearchHit]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 class ReplayOut(Schema):
@@ -371,10 +371,10 @@ class ReplayOut(Schema):
 # -- simulate and policies --------------------------------------------------------------------
 
 class SimulateIn(Input):
-    policy: Optional[dict[str, Any]] = Field(None, description="A whole policy; default: the session's policy.")
-    preset: Optional[Annotated[Text, Field(max_length=100)]] = None
-    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = None
-    overrides: Optional[dict[str, Any]] = None
+    policy: dict[str, Any] | None = Field(None, description="A whole policy; default: the session's policy.")
+    preset: Annotated[Text, Field(max_length=100)] | None = None
+    policy_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = None
+    overrides: dict[str, Any] | None = None
 
 
 class SimulateOut(Schema):
@@ -386,18 +386,18 @@ class SimulateOut(Schema):
 class PolicyIn(Input):
     name: Annotated[Text, Field(min_length=1, max_length=200)]
     description: Annotated[Text, Field(max_length=5000)] = ""
-    policy: Optional[dict[str, Any]] = Field(None, description="The settings (compaction.policy.Policy as JSON).")
-    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="Start from a preset instead.")
-    overrides: Optional[dict[str, Any]] = Field(None, description="Dotted settings applied on top.")
+    policy: dict[str, Any] | None = Field(None, description="The settings (compaction.policy.Policy as JSON).")
+    preset: Annotated[Text, Field(max_length=100)] | None = Field(None, description="Start from a preset instead.")
+    overrides: dict[str, Any] | None = Field(None, description="Dotted settings applied on top.")
     activate: bool = Field(False, description="Make it the project's active policy.")
 
 
 class PolicyUpdateIn(Input):
-    name: Optional[Annotated[Text, Field(min_length=1, max_length=200)]] = None
-    description: Optional[Annotated[Text, Field(max_length=5000)]] = None
-    policy: Optional[dict[str, Any]] = Field(None, description="Replace the settings with this policy.")
-    preset: Optional[Annotated[Text, Field(max_length=100)]] = Field(None, description="Replace the settings with this preset.")
-    overrides: Optional[dict[str, Any]] = Field(None, description="Dotted settings applied on top of the current (or new) settings.")
+    name: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    description: Annotated[Text, Field(max_length=5000)] | None = None
+    policy: dict[str, Any] | None = Field(None, description="Replace the settings with this policy.")
+    preset: Annotated[Text, Field(max_length=100)] | None = Field(None, description="Replace the settings with this preset.")
+    overrides: dict[str, Any] | None = Field(None, description="Dotted settings applied on top of the current (or new) settings.")
 
 
 class PolicyOut(Schema):
@@ -414,7 +414,7 @@ class PolicyOut(Schema):
 
 class PolicyPage(Schema):
     items: list[PolicyOut]
-    next_cursor: Optional[str]
+    next_cursor: str | None
 
 
 class PolicyVersionOut(Schema):
@@ -424,12 +424,12 @@ class PolicyVersionOut(Schema):
 
 
 class ActivePolicyIn(Input):
-    policy_id: Optional[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(None, description="null: use the default policy.")
+    policy_id: Annotated[int, Field(ge=1, le=MAX_ID)] | None = Field(None, description="null: use the default policy.")
 
 
 class ActivePolicyOut(Schema):
     project: str
-    policy: Optional[PolicyOut]
+    policy: PolicyOut | None
     effective: dict[str, Any] = Field(description="The settings new runs get (the active policy or the service default).")
     source: Literal["policy", "default"]
 

@@ -1,34 +1,58 @@
 """Sessions: import, list, detail, delete, append, history, context, force, runs, simulate."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 from django.http import HttpResponse
 from ninja import Router
 from ninja.params import functions as param
 from pydantic import Field
 
-from ..models import Policy, TriggerKind
+from compaction import CompactionError, simulate
+
+from ..models import StoredMessage, StoredPolicy, TriggerKind
 from ..selectors import sessions as sel
 from ..selectors.policies import get_policy
 from ..selectors.runs import list_runs
-from ..services import NotFound, runs as run_service
+from ..services import Invalid, NotFound, rate_limits
+from ..services import runs as run_service
 from ..services import sessions as service
-from ..services.policies import apply_service_defaults, build_policy, effective_policy
-from ..services.policies import set_session_policy
-from ..services import Invalid
 from ..services.branches import clean_key, retrieve_for, split_filter_keys
+from ..services.policies import (
+    apply_service_defaults,
+    build_policy,
+    effective_policy,
+    runnable_policy,
+    set_session_policy,
+)
 from . import convert
 from .errors import ERROR_CODES
-from .schemas import (MAX_ID, AppendIn, BranchSummariesOut, AppendOut, ContextOut, Error, ForceIn, ImportOut, MessagePage, RunPage,
-                      RunRef, SessionDetailOut, SessionImportIn, SessionPage, SessionPolicyIn, SimulateIn,
-                      SimulateOut)
+from .idempotency import Answer, once_per_key
+from .schemas import (
+    MAX_ID,
+    AppendIn,
+    AppendOut,
+    BranchSummariesOut,
+    ContextOut,
+    Error,
+    ForceIn,
+    ImportOut,
+    MessagePage,
+    RunPage,
+    RunRef,
+    SessionDetailOut,
+    SessionImportIn,
+    SessionPage,
+    SessionPolicyIn,
+    SimulateIn,
+    SimulateOut,
+)
 
 router = Router(tags=["sessions"])
 
 SessionId = Annotated[int, param.Path(ge=1, le=MAX_ID, description="Session id.")]
-Cursor = Annotated[Optional[str], param.Query(None, max_length=200, description="next_cursor of the previous page.")]
-Limit = Annotated[Optional[int], param.Query(None, ge=1, le=500, description="Page size (default 50).")]
+Cursor = Annotated[str | None, param.Query(None, max_length=200, description="next_cursor of the previous page.")]
+Limit = Annotated[int | None, param.Query(None, ge=1, le=500, description="Page size (default 50).")]
 ERR = {code: Error for code in ERROR_CODES}
 
 
@@ -36,11 +60,12 @@ def _session(request, session_id: int):
     return sel.get_session(request.auth.pk, session_id)
 
 
-@router.post("/sessions", response={201: ImportOut, **ERR}, summary="Import a session")
+@router.post("/sessions", response={201: ImportOut, 429: Error, **ERR}, summary="Import a session")
 def import_session(request, body: SessionImportIn):
     """Import one session (OpenAI chat JSON or JSONL, Anthropic Messages, Claude Code JSONL).
     Atomic: an invalid session writes nothing and the error names the index or line and the fault.
     OpenAI-format messages may carry a `filter_key` beside them (branch summaries)."""
+    rate_limits.check(request.auth, "import")
     messages, keys = split_filter_keys(body.messages, body.filter_key)
     imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
                                        title=body.title, external_id=body.external_id, model=body.model)
@@ -130,24 +155,39 @@ def get_context(request, session_id: SessionId):
     return response
 
 
-@router.post("/sessions/{session_id}/compactions", response={200: RunRef, 202: RunRef, **ERR},
+@router.post("/sessions/{session_id}/compactions", response={200: RunRef, 202: RunRef, 429: Error, **ERR},
              summary="Force a compaction")
 def force_compaction(request, session_id: SessionId, body: ForceIn):
     """Queue a run that compacts whatever the trigger says. Returns at once (202) with the
     run id; poll `status_url`. When the run cannot be enqueued (broker down, queue full) it
-    executes inline in this request: 200 with `inline: true` and the final status."""
+    executes inline in this request: 200 with `inline: true` and the final status.
+
+    While a forced run of the session is queued or running, a force with the same policy,
+    overrides and filter_key returns that run (202, `created: false`) instead of queueing
+    another; one that asks for different settings is refused (409 naming the pending run).
+
+    With an `Idempotency-Key` header, a repeat of the same request within 24 hours returns
+    the first answer (same run, same status) and does nothing; the same key with another
+    request is refused (422 naming the header). Over the project's FORCE_RATE_LIMIT: 429 with
+    `Retry-After` (a replayed answer does not count)."""
     session = _session(request, session_id)
-    run = run_service.request_run(session, trigger=TriggerKind.API, force=True, reason=body.reason,
-                                  overrides=body.overrides, policy=body.policy, preset=body.preset,
-                                  filter_key=body.filter_key)
-    ref = convert.run_ref(run, True)
-    return (200 if ref["inline"] else 202), ref
+
+    def force() -> Answer:
+        rate_limits.check(request.auth, "force")
+        run, created = run_service.force_run(session, trigger=TriggerKind.API, reason=body.reason,
+                                             overrides=body.overrides, policy=body.policy, preset=body.preset,
+                                             filter_key=body.filter_key)
+        ref = convert.run_ref(run, created)
+        assert ref is not None  # a forced request always returns its run
+        return (200 if ref["inline"] else 202), ref
+
+    return once_per_key(request, force)
 
 
 @router.get("/sessions/{session_id}/summaries", response={200: BranchSummariesOut, **ERR},
             summary="Branch summaries: the one served for a filter key")
 def branch_summaries(request, session_id: SessionId,
-                     key: Annotated[Optional[str], param.Query(None, max_length=255,
+                     key: Annotated[str | None, param.Query(None, max_length=255,
                                                                description="Filter key, e.g. app/tool; "
                                                                            "empty: the whole session.")] = None):
     """The summary an agent asking for `key` gets: that key's summary, else the whole-session
@@ -168,15 +208,11 @@ def simulate_session(request, session_id: SessionId, body: SimulateIn):
     """The replay engine over the stored history with the given policy, preset or stored
     policy (default: the session's), as `python -m compaction replay --json` reports it.
     Nothing is written."""
-    from compaction import CompactionError, simulate  # noqa: PLC0415
 
-    from ..services import Invalid  # noqa: PLC0415
-
-    from ..models import Message  # noqa: PLC0415
 
     session = _session(request, session_id)
     if body.policy_id is not None:
-        row: Policy = get_policy(request.auth.pk, body.policy_id)
+        row: StoredPolicy = get_policy(request.auth.pk, body.policy_id)
         policy = apply_service_defaults(build_policy(row.data, None, body.overrides), session)
     elif body.policy is not None or body.preset:
         policy = apply_service_defaults(build_policy(body.policy, body.preset, body.overrides), session)
@@ -184,9 +220,10 @@ def simulate_session(request, session_id: SessionId, body: SimulateIn):
         policy, _ = effective_policy(session)
         if body.overrides:
             policy = build_policy(policy.to_json(), None, body.overrides)
-    raws = list(Message.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True))
+    raws = list(StoredMessage.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True))
     try:
-        report = simulate(raws, policy, tools=session.tools or None, session_id=f"simulate-{session.pk}")
+        report = simulate(raws, runnable_policy(policy), tools=session.tools or None,
+                          session_id=f"simulate-{session.pk}")
     except CompactionError as exc:
         raise Invalid(f"simulation failed: {exc}") from None
     return {"session_id": session.pk, "policy": policy.to_json(), "report": report}

@@ -3,27 +3,26 @@ from __future__ import annotations
 
 from compaction.archive import replay as engine_replay
 from compaction.errors import ArchiveError
-from compaction.messages import Message as EngineMessage
-from compaction.messages import canonical_json, content_hash
+from compaction.messages import Message, canonical_json, content_hash
 
-from ..models import ArchiveEntry, ArchiveItem, Message, Session, SessionContext
+from ..models import ArchiveItem, Session, SessionContext, StoredArchiveEntry, StoredMessage
 from ..services import NotFound, ServiceError
 from ..services.archive import DjangoArchive
 from .pagination import paginate
 
 
 def list_entries(session: Session, cursor: str | None = None, limit: int | None = None):
-    return paginate(ArchiveEntry.objects.filter(session_id=session.pk), cursor, limit, key="id")
+    return paginate(StoredArchiveEntry.objects.filter(session_id=session.pk), cursor, limit, key="id")
 
 
-def get_entry(project_id: int, entry_id: str) -> ArchiveEntry:
-    row = ArchiveEntry.objects.filter(project_id=project_id, entry_id=entry_id).first()
+def get_entry(project_id: int, entry_id: str) -> StoredArchiveEntry:
+    row = StoredArchiveEntry.objects.filter(project_id=project_id, entry_id=entry_id).first()
     if row is None:
         raise NotFound(f"archive entry {entry_id!r} not found")
     return row
 
 
-def entry_items(entry: ArchiveEntry, offset: int = 0, limit: int = 50) -> list[ArchiveItem]:
+def entry_items(entry: StoredArchiveEntry, offset: int = 0, limit: int = 50) -> list[ArchiveItem]:
     return list(entry.items.order_by("index")[offset: offset + limit])
 
 
@@ -47,12 +46,12 @@ def replay(session: Session) -> dict:
     """The full original sequence rebuilt from the archive plus the live context, and
     whether it matches the stored history message for message."""
     ctx = SessionContext.objects.get(session_id=session.pk)
-    live = [EngineMessage.from_dict(i) for i in ctx.load_items()]
+    live = [Message.from_dict(i) for i in ctx.load_items()]
     try:
         messages = engine_replay(DjangoArchive().entries(str(session.pk)), live)
     except ArchiveError as exc:
         raise ServiceError(f"archive is inconsistent: {exc}", status=409) from None
-    stored = list(Message.objects.filter(session_id=session.pk).order_by("position").values_list("content_hash", flat=True))
+    stored = list(StoredMessage.objects.filter(session_id=session.pk).order_by("position").values_list("content_hash", flat=True))
     rebuilt = [content_hash(m) for m in messages]
     whole = content_hash({"messages": messages}) if messages else content_hash({"messages": []})
     return {"session_id": session.pk, "count": len(messages), "matches_history": rebuilt == stored,

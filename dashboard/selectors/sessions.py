@@ -1,15 +1,19 @@
-"""Session reads: lists, details, history, the live context."""
+"""Session reads: lists, details, history, the live context, and the session a page names."""
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 
 from django.db import connection
+from django.http import Http404
 
 from compaction.windows import resolve_window
 
-from ..models import CompactionRun, Message, RunStatus, Session
+from ..models import Session, StoredMessage
 from ..services import NotFound
+from ..services.policies import effective_policy
+from ..services.runs import pending_run
+from ..services.sessions import check_trigger
 from .pagination import paginate
 
 
@@ -20,25 +24,26 @@ def get_session(project_id: int, session_id: int) -> Session:
     return session
 
 
+def load_session(pk: int) -> Session:
+    """The session a page URL names (with its project and policies), or 404."""
+    s = Session.objects.select_related("project", "policy", "project__active_policy").filter(pk=pk).first()
+    if s is None:
+        raise Http404("no such session")
+    return s
+
+
 def list_sessions(project_id: int, cursor: str | None = None, limit: int | None = None):
     qs = Session.objects.filter(project_id=project_id)
     return paginate(qs, cursor, limit, key="id", descending=True)
 
 
 def list_messages(session: Session, cursor: str | None = None, limit: int | None = None):
-    qs = Message.objects.filter(session_id=session.pk)
+    qs = StoredMessage.objects.filter(session_id=session.pk)
     return paginate(qs, cursor, limit, key="position")
-
-
-def pending_run(session: Session) -> CompactionRun | None:
-    return (CompactionRun.objects.filter(session_id=session.pk, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
-            .order_by("id").first())
 
 
 def session_detail(session: Session) -> dict:
     """Everything the session endpoint and page show, from stored numbers (no recount)."""
-    from ..services.policies import effective_policy  # noqa: PLC0415
-    from ..services.sessions import check_trigger  # noqa: PLC0415
 
     policy, row = effective_policy(session)
     window, source = resolve_window(policy)
@@ -66,7 +71,7 @@ _CONTEXT_SQL = (
 # Encoded response bodies of recently read contexts, per process: {session id: ((version,
 # updated_at), body)}. Every read still asks the database for the current version (a small
 # indexed row), so a body is served only while it is current, whichever process wrote.
-_BODIES: "OrderedDict[int, tuple[tuple, bytes]]" = OrderedDict()
+_BODIES: OrderedDict[int, tuple[tuple, bytes]] = OrderedDict()
 _BODIES_LOCK = threading.Lock()
 _BODIES_MAX_BYTES = 64 * 1024 * 1024
 

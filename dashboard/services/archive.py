@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from compaction.archive import ArchiveEntry as EngineEntry
-from compaction.archive import ArchivedItem, items_hash
+from compaction.archive import ArchivedItem, ArchiveEntry, items_hash
 from compaction.errors import ArchiveError
 from compaction.messages import text_of
 
-from ..models import ArchiveEntry, ArchiveItem, Session
+from ..models import ArchiveItem, Session, StoredArchiveEntry
 from .common import clean_text
 
 
@@ -34,12 +33,12 @@ def _session_pk(session_id: str) -> int:
         raise ArchiveError(f"no session {session_id!r}") from None
 
 
-def store_entry(entry: EngineEntry, *, session: Session | None = None, run_id: int | None = None) -> ArchiveEntry:
+def store_entry(entry: ArchiveEntry, *, session: Session | None = None, run_id: int | None = None) -> StoredArchiveEntry:
     if session is None:
         session = Session.objects.only("id", "project_id").get(pk=_session_pk(entry.session_id))
-    if ArchiveEntry.objects.filter(entry_id=entry.id).exists():
+    if StoredArchiveEntry.objects.filter(entry_id=entry.id).exists():
         raise ArchiveError(f"archive entry {entry.id} already exists")
-    row = ArchiveEntry.objects.create(
+    row = StoredArchiveEntry.objects.create(
         entry_id=entry.id, project_id=session.project_id, session=session, run_id=run_id, kind=entry.kind,
         note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
         size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
@@ -52,17 +51,17 @@ def store_entry(entry: EngineEntry, *, session: Session | None = None, run_id: i
     return row
 
 
-def to_engine(row: ArchiveEntry, items: list[ArchiveItem] | None = None) -> EngineEntry:
+def to_engine(row: StoredArchiveEntry, items: list[ArchiveItem] | None = None) -> ArchiveEntry:
     if items is None:
         items = list(row.items.order_by("index"))
     archived = [ArchivedItem(i.message_id, i.ordinal, i.raw, i.tool_call_id or None, i.tool_name or None)
                 for i in items]
-    entry = EngineEntry(row.entry_id, str(row.session_id), row.kind, archived,
+    entry = ArchiveEntry(row.entry_id, str(row.session_id), row.kind, archived,
                         str(row.run_id) if row.run_id else None, row.engine_created_at, row.note, row.content_hash)
     return entry
 
 
-def verify(entry: EngineEntry) -> EngineEntry:
+def verify(entry: ArchiveEntry) -> ArchiveEntry:
     if entry.content_hash != items_hash(entry.items):
         raise ArchiveError(f"archive entry {entry.id} does not match its content hash")
     return entry
@@ -71,21 +70,21 @@ def verify(entry: EngineEntry) -> EngineEntry:
 class DjangoArchive:
     """compaction.archive.ArchiveBackend on the database; ``session_id`` is the Session pk."""
 
-    def write(self, entry: EngineEntry) -> str:
+    def write(self, entry: ArchiveEntry) -> str:
         with transaction.atomic():
             store_entry(entry)
         return entry.id
 
-    def entries(self, session_id: str) -> list[EngineEntry]:
+    def entries(self, session_id: str) -> list[ArchiveEntry]:
         pk = _session_pk(session_id)
-        rows = list(ArchiveEntry.objects.filter(session_id=pk).order_by("id"))
+        rows = list(StoredArchiveEntry.objects.filter(session_id=pk).order_by("id"))
         items: dict[int, list[ArchiveItem]] = {r.pk: [] for r in rows}
         for item in ArchiveItem.objects.filter(entry__session_id=pk).order_by("entry_id", "index"):
             items[item.entry_id].append(item)
         return [to_engine(r, items[r.pk]) for r in rows]
 
-    def get(self, session_id: str, entry_id: str) -> EngineEntry:
-        row = ArchiveEntry.objects.filter(session_id=_session_pk(session_id), entry_id=entry_id).first()
+    def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
+        row = StoredArchiveEntry.objects.filter(session_id=_session_pk(session_id), entry_id=entry_id).first()
         if row is None:
             raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
         return verify(to_engine(row))
@@ -95,24 +94,24 @@ class BufferedArchive(DjangoArchive):
     """Holds writes until ``flush`` (called inside the run's commit transaction)."""
 
     def __init__(self) -> None:
-        self.pending: list[EngineEntry] = []
+        self.pending: list[ArchiveEntry] = []
 
-    def write(self, entry: EngineEntry) -> str:
+    def write(self, entry: ArchiveEntry) -> str:
         if any(e.id == entry.id for e in self.pending):
             raise ArchiveError(f"archive entry {entry.id} already exists")
         self.pending.append(entry)
         return entry.id
 
-    def entries(self, session_id: str) -> list[EngineEntry]:
+    def entries(self, session_id: str) -> list[ArchiveEntry]:
         return super().entries(session_id) + [e for e in self.pending if e.session_id == str(session_id)]
 
-    def get(self, session_id: str, entry_id: str) -> EngineEntry:
+    def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
         for e in self.pending:
             if e.id == entry_id and e.session_id == str(session_id):
                 return e
         return super().get(session_id, entry_id)
 
-    def flush(self, session: Session, run_id: int | None) -> list[ArchiveEntry]:
+    def flush(self, session: Session, run_id: int | None) -> list[StoredArchiveEntry]:
         rows = [store_entry(e, session=session, run_id=run_id) for e in self.pending]
         self.pending = []
         return rows

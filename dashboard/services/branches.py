@@ -1,4 +1,4 @@
-"""Branch summaries (seed parity, issue 6): per filter key and for the whole session.
+"""Branch summaries: per filter key and for the whole session.
 
 Messages can carry a *filter key* (``app/tool``, ``app/tool/search``) on import and
 append; it is stored on the ``Message`` row (the message's ``raw`` stays the exact OpenAI
@@ -12,12 +12,13 @@ whole-session summary (:func:`compaction.branches.retrieve`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from compaction.branches import ALL, BranchSummarizer, MemorySummaryStore, normalize_key, retrieve
 
-from ..models import Message, Session, SessionContext
+from ..models import Session, SessionContext, StoredMessage
 from . import Invalid
 from .common import text_problem
 
@@ -83,7 +84,7 @@ def dump_store(store: MemorySummaryStore, position: int) -> dict:
 
 def uses_branches(session_id: int) -> bool:
     """Branch summaries are kept for sessions whose messages carry filter keys."""
-    return Message.objects.filter(session_id=session_id, filter_key__isnull=False).exists()
+    return StoredMessage.objects.filter(session_id=session_id, filter_key__isnull=False).exists()
 
 
 @dataclass
@@ -115,7 +116,7 @@ def refresh(session_id: int, stored: dict | None, policy, *, force: bool, run_id
     own numbers."""
     if not stored and not uses_branches(session_id):
         return None
-    rows = list(Message.objects.filter(session_id=session_id).order_by("position").values_list("raw", "filter_key"))
+    rows = list(StoredMessage.objects.filter(session_id=session_id).order_by("position").values_list("raw", "filter_key"))
     messages = [r for r, _ in rows]
     keys = [k for _, k in rows]
     store, position = load_store(stored)

@@ -1,7 +1,7 @@
 """Small helpers shared by the services: token counters, text clean-up, timestamps."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 # One MessageCounter per tokenizer per process (the engine keeps them), so its
 # content-hash cache is shared by every request, run and simulation in the process.
@@ -55,4 +55,4 @@ def ts(dt: datetime | None) -> float | None:
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from compaction import Policy as EnginePolicy
-from compaction import PolicyError, get_preset
+from compaction import Policy, PolicyError, get_preset
+from compaction.hooks import resolve as resolve_hooks
 
-from ..models import Policy, PolicyVersion, Project, Session
-from . import Conflict, Invalid
+from ..models import PolicyVersion, Project, Session, StoredPolicy
+from . import Conflict, Invalid, connections
 
 
 def policy_invalid(exc: PolicyError) -> Invalid:
@@ -22,18 +22,32 @@ def policy_invalid(exc: PolicyError) -> Invalid:
     return err
 
 
-def check_hooks(policy: EnginePolicy) -> EnginePolicy:
+def check_hooks(policy: Policy) -> Policy:
     """Every hook the policy names is registered (compaction.hooks); else PolicyError naming
     the field (``hooks.pre_summary.0``...). Policies are JSON and hooks are code, so a name is
     checked against this process's registry when the policy is saved or a run requested."""
-    from compaction.hooks import resolve  # noqa: PLC0415
-
-    resolve(policy.hooks)
+    resolve_hooks(policy.hooks)
     return policy
 
 
+def check_policy(policy: Policy) -> Policy:
+    """Everything a policy or overrides sent by a client must pass: its hooks are registered
+    and it uses only what the operator's model connections allow (no server address, key
+    variable or routing parameter of its own). PolicyError names the field."""
+    return connections.check_client_policy(check_hooks(policy))
+
+
+def runnable_policy(policy: Policy) -> Policy:
+    """``policy`` with its model connection resolved, ready for the engine (simulate);
+    a policy that may not run gives 422 naming the field."""
+    try:
+        return connections.resolve(policy)
+    except PolicyError as exc:
+        raise policy_invalid(exc) from None
+
+
 def build_policy(policy: dict | None = None, preset: str | None = None,
-                 overrides: dict[str, Any] | None = None) -> EnginePolicy:
+                 overrides: dict[str, Any] | None = None) -> Policy:
     """A validated engine policy from a full dict, or a preset, plus dotted overrides."""
     try:
         if preset:
@@ -41,72 +55,75 @@ def build_policy(policy: dict | None = None, preset: str | None = None,
                 raise PolicyError("give either a policy object or a preset name, not both", field="preset")
             base = get_preset(preset)
         else:
-            base = EnginePolicy.load(policy or {})
+            base = Policy.load(policy or {})
         if overrides:
             base = base.with_overrides(overrides)
-        return check_hooks(base)
+        return check_policy(base)
     except PolicyError as exc:
         raise policy_invalid(exc) from None
 
 
-def default_policy() -> EnginePolicy:
+def default_policy() -> Policy:
     """The policy of a project with no active policy (settings.COMPACTION_DEFAULT_POLICY)."""
     value = settings.COMPACTION_DEFAULT_POLICY
     if not value:
         return get_preset("default")
     if value.startswith("{"):
-        return EnginePolicy.load(json.loads(value))
+        return Policy.load(json.loads(value))
     path = Path(value)
     if path.suffix == ".json" and path.is_file():
-        return EnginePolicy.load(json.loads(path.read_text(encoding="utf-8")))
+        return Policy.load(json.loads(path.read_text(encoding="utf-8")))
     return get_preset(value)
 
 
-def apply_service_defaults(policy: EnginePolicy, session: Session | None = None) -> EnginePolicy:
+def apply_service_defaults(policy: Policy, session: Session | None = None) -> Policy:
     """Fill what a stored policy leaves open: the agent's model from the session (sets the
-    tokenizer and window) and the default summarizer from the settings."""
+    tokenizer and window) and the default summarizer from the settings (the operator's
+    ``default`` connection, when the policy names neither a model nor a connection)."""
     overrides: dict[str, Any] = {}
     if policy.model is None and session is not None and session.model:
         overrides["model"] = session.model
-    if policy.summarizer.model is None and settings.COMPACTION_SUMMARIZER_MODEL:
+    s = policy.summarizer
+    if s.model is None and s.connection is None and settings.COMPACTION_SUMMARIZER_MODEL:
         overrides["summarizer.model"] = settings.COMPACTION_SUMMARIZER_MODEL
-        if policy.summarizer.api_base is None and settings.COMPACTION_SUMMARIZER_API_BASE:
-            overrides["summarizer.api_base"] = settings.COMPACTION_SUMMARIZER_API_BASE
-        if policy.summarizer.api_key_env is None and settings.COMPACTION_SUMMARIZER_API_KEY_ENV:
-            overrides["summarizer.api_key_env"] = settings.COMPACTION_SUMMARIZER_API_KEY_ENV
+        overrides["summarizer.connection"] = connections.DEFAULT_NAME
     return policy.with_overrides(overrides) if overrides else policy
 
 
-def stored_policy_for(session: Session, project: Project | None = None) -> Policy | None:
+def stored_policy_for(session: Session, project: Project | None = None) -> StoredPolicy | None:
     if session.policy_id:
         return session.policy
     project = project or session.project
     return project.active_policy if project.active_policy_id else None
 
 
-def effective_policy(session: Session) -> tuple[EnginePolicy, Policy | None]:
+def effective_policy(session: Session) -> tuple[Policy, StoredPolicy | None]:
     """(engine policy, stored row it came from or None for the default)."""
     row = stored_policy_for(session)
-    base = EnginePolicy.load(row.data) if row is not None else default_policy()
+    base = Policy.load(row.data) if row is not None else default_policy()
     return apply_service_defaults(base, session), row
 
 
-def project_policy(project: Project) -> tuple[EnginePolicy, Policy | None]:
+def project_policy(project: Project) -> tuple[Policy, StoredPolicy | None]:
     """The policy new sessions of a project get (before session defaults)."""
     row = project.active_policy if project.active_policy_id else None
-    base = EnginePolicy.load(row.data) if row is not None else default_policy()
+    base = Policy.load(row.data) if row is not None else default_policy()
     return apply_service_defaults(base), row
+
+
+#: Where a policy saved from the tuning page applies.
+SaveTarget = Literal["project", "session"]
 
 
 # -- CRUD ------------------------------------------------------------------------------
 
 @transaction.atomic
-def create_policy(project: Project, name: str, engine_policy: EnginePolicy, description: str = "",
-                  activate: bool = False) -> Policy:
+def create_policy(project: Project, name: str, engine_policy: Policy, description: str = "",
+                  activate: bool = False) -> StoredPolicy:
     data = engine_policy.to_json()
     try:
         with transaction.atomic():
-            row = Policy.objects.create(project=project, name=name, description=description or engine_policy.description,
+            row = StoredPolicy.objects.create(project=project, name=name, description=description or engine_policy.description,
                                         data=data, version=1)
     except IntegrityError:
         raise Conflict(f"a policy named {name!r} already exists in this project") from None
@@ -117,12 +134,12 @@ def create_policy(project: Project, name: str, engine_policy: EnginePolicy, desc
 
 
 @transaction.atomic
-def update_policy(row: Policy, *, engine_policy: EnginePolicy | None = None, name: str | None = None,
-                  description: str | None = None) -> Policy:
-    row = Policy.objects.select_for_update().get(pk=row.pk)
+def update_policy(row: StoredPolicy, *, engine_policy: Policy | None = None, name: str | None = None,
+                  description: str | None = None) -> StoredPolicy:
+    row = StoredPolicy.objects.select_for_update().get(pk=row.pk)
     changed = False
     if name is not None and name != row.name:
-        if Policy.objects.filter(project_id=row.project_id, name=name).exclude(pk=row.pk).exists():
+        if StoredPolicy.objects.filter(project_id=row.project_id, name=name).exclude(pk=row.pk).exists():
             raise Conflict(f"a policy named {name!r} already exists in this project")
         row.name = name
         changed = True
@@ -142,7 +159,7 @@ def update_policy(row: Policy, *, engine_policy: EnginePolicy | None = None, nam
 
 
 @transaction.atomic
-def delete_policy(row: Policy) -> None:
+def delete_policy(row: StoredPolicy) -> None:
     project = Project.objects.select_for_update().get(pk=row.project_id)
     if project.active_policy_id == row.pk:
         raise Conflict("this is the project's active policy; activate another one (or none) before deleting it")
@@ -150,7 +167,7 @@ def delete_policy(row: Policy) -> None:
 
 
 @transaction.atomic
-def activate_policy(project: Project, row: Policy | None) -> Project:
+def activate_policy(project: Project, row: StoredPolicy | None) -> Project:
     project = Project.objects.select_for_update().get(pk=project.pk)
     project.active_policy = row
     project.save(update_fields=["active_policy"])
@@ -158,7 +175,26 @@ def activate_policy(project: Project, row: Policy | None) -> Project:
 
 
 @transaction.atomic
-def set_session_policy(session: Session, row: Policy | None) -> Session:
+def set_session_policy(session: Session, row: StoredPolicy | None) -> Session:
     Session.objects.filter(pk=session.pk).update(policy=row)
     session.policy = row
     return session
+
+
+@transaction.atomic
+def save_tuned_policy(session: Session, name: str, engine_policy: Policy, target: SaveTarget) -> StoredPolicy:
+    """Save a policy tuned on a session's page under ``name`` (a new version when the
+    project already has a policy of that name), then make it the project's active policy
+    (``target="project"``) or this session's policy (``target="session"``). Raises
+    PolicyError for an invalid name, ServiceError when the store refuses."""
+    policy = engine_policy.with_overrides({"name": name})
+    row = StoredPolicy.objects.filter(project_id=session.project_id, name=name).first()
+    if row is None:
+        row = create_policy(session.project, name, policy, description=policy.description)
+    else:
+        row = update_policy(row, engine_policy=policy)
+    if target == "session":
+        set_session_policy(session, row)
+    else:
+        activate_policy(session.project, row)
+    return row

@@ -14,16 +14,35 @@ from django.db import IntegrityError, models, transaction
 from compaction.context import render_messages
 from compaction.errors import SessionValidationError
 from compaction.formats import FORMATS, ImportedSession, convert, convert_many, detect_format
-from compaction.messages import CallTracker, Message as EngineMessage, Provenance, original_id
-from compaction.messages import validate_message, validate_tools
-from compaction.triggers import ConditionResult, TriggerState, evaluate
-from compaction.windows import resolve_window
+from compaction.messages import (
+    CallTracker,
+    Message,
+    Provenance,
+    original_id,
+    validate_message,
+    validate_tools,
+)
+from compaction.reduction.pipeline import on_append
+from compaction.triggers import ConditionResult, evaluate
 
-from ..models import CompactionRun, Message, Project, RunStatus, Session, SessionContext, TriggerKind
+from ..models import (
+    CompactionRun,
+    Project,
+    RunStatus,
+    Session,
+    SessionContext,
+    StoredMessage,
+    TriggerKind,
+)
 from . import Conflict, Invalid
 from .archive import store_entry
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
+from .runs import pending_run, request_run
+
+# The session page and detail read a session's trigger state through this module.
+from .triggers import check_trigger as check_trigger
+from .triggers import clearing_due, trigger_state
 
 
 class ImportInvalid(Invalid):
@@ -35,6 +54,15 @@ class ImportInvalid(Invalid):
         self.index = exc.index
         self.line = getattr(exc, "line", None)
         self.source = exc.source
+        if exc.field is not None and exc.index is not None and self.line is None:
+            # The body's path to the value at fault, e.g. messages[3].content
+            self.field = f"messages[{exc.index}].{exc.field}"
+
+
+class EmptyImport(Invalid):
+    """An import without a single message (the answer names the ``messages`` field)."""
+
+    field = "messages"
 
 
 @dataclass
@@ -93,15 +121,14 @@ def convert_file_payload(data: bytes, *, format: str | None = None, source: str 
 
 # -- tool output truncated on arrival (the engine's CompactionSession does the same) ---------------
 
-def _arrival(policy, counter, session_id: int, msgs: list[EngineMessage], tokens: list,
-             names: dict[str, str]) -> tuple[list[EngineMessage], list, list]:
+def _arrival(policy, counter, session_id: int, msgs: list[Message], tokens: list,
+             names: dict[str, str]) -> tuple[list[Message], list, list]:
     """Live copies of newly arrived messages: a tool result over the policy's size limit
     becomes a head + tail preview; its untouched original goes to an archive entry
     (written by the caller in the same transaction). Returns (messages, tokens, entries)."""
     red = policy.reduction
     if not red.enabled or not red.truncation.enabled or not any(m.role == "tool" for m in msgs):
         return msgs, tokens, []
-    from compaction.reduction.pipeline import on_append  # noqa: PLC0415
 
     out_msgs, out_tokens, entries = list(msgs), list(tokens), []
     for k, m in enumerate(msgs):
@@ -140,7 +167,7 @@ def _check_fields(imported: ImportedSession, source: str | None) -> None:
             raise Invalid(f"{where}{name} {problem}")
 
 
-def _item(msg: EngineMessage, tokens) -> dict:
+def _item(msg: Message, tokens) -> dict:
     d = msg.to_dict()
     d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category)}
     return d
@@ -157,8 +184,8 @@ def _tool_names(raw: dict) -> str:
 
 
 def _message_row(session: Session, position: int, raw: dict, tokens, digest: str,
-                 filter_key: str | None = None) -> Message:
-    return Message(session=session, position=position, role=raw["role"], raw=raw,
+                 filter_key: str | None = None) -> StoredMessage:
+    return StoredMessage(session=session, position=position, role=raw["role"], raw=raw,
                    tool_call_id=clean_text(raw.get("tool_call_id") or "")[:255], tool_names=_tool_names(raw),
                    tokens=tokens.total, tokens_by_category=dict(tokens.by_category), content_hash=digest,
                    filter_key=filter_key)
@@ -183,13 +210,16 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                    source: str | None = None, filter_keys: list | None = None) -> WriteResult:
     """Create a session from converted messages. Atomic: on any fault nothing is written.
     ``filter_keys``: one branch filter key (or None) per message."""
+    if not imported.messages:
+        # A session starts with its first message: an empty one has nothing to count or compact.
+        raise EmptyImport(f"{source + ': ' if source else ''}messages: an import needs at least one message")
     _check_fields(imported, source)
     keys = _check_keys(filter_keys, len(imported.messages))
     base, _row = project_policy(project)
     probe = Session(project=project, model=imported.model or "")
     policy = apply_service_defaults(base, probe)
     counter = counter_for(policy)
-    msgs = [EngineMessage(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)]
+    msgs = [Message(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)]
     tokens = counter.count_many(msgs)
     tools = imported.tools or []
     tools_tokens = counter.count_tools(tools)
@@ -216,7 +246,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                     last_message_at=stamp if msgs else None)
         except IntegrityError:
             raise Conflict(f"a session with external_id {imported.external_id!r} already exists in this project") from None
-        Message.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash, keys[i])
+        StoredMessage.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash, keys[i])
                                      for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
         live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
                                               _call_names(imported.messages))
@@ -259,10 +289,10 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
             validate_message(raw, k)
         except SessionValidationError as exc:
             raise ImportInvalid(SessionValidationError(str(exc).split(": ", 1)[-1], index=k, fault=exc.fault,
-                                                       source=f"messages[{k}]")) from None
+                                                       source=f"messages[{k}]", field=exc.field)) from None
     policy, _row = effective_policy(session)
     counter = counter_for(policy)
-    probe = [EngineMessage(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
+    probe = [Message(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
     tokens = counter.count_many(probe)
     digests = [m.hash for m in probe]
     with transaction.atomic():
@@ -272,9 +302,9 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         ctx = SessionContext.objects.select_for_update().get(session_id=locked.pk)
         stamp = now()
         previous_message_at = locked.last_message_at
-        Message.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
+        StoredMessage.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
                                      for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
-        new_msgs = [EngineMessage(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
+        new_msgs = [Message(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
                     for k, raw in enumerate(raws)]
         live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
                                               _names_for(locked, raws))
@@ -284,7 +314,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         if '"injection":"system"' in ctx.items:
             # A summary merged into the system message: render the whole list again.
             items = ctx.load_items()
-            ctx.rendered = _dumps(render_messages([EngineMessage.from_dict(i) for i in items]))
+            ctx.rendered = _dumps(render_messages([Message.from_dict(i) for i in items]))
         else:
             ctx.rendered = _append_json(ctx.rendered, [m.raw for m in live])
         ctx.version += 1
@@ -320,7 +350,7 @@ def _names_for(session: Session, raws: list[dict]) -> dict[str, str]:
     wanted = {r.get("tool_call_id") for r in raws if r.get("role") == "tool"} - set(names)
     positions = {int(p) for cid, p in (session.open_tool_calls or {}).items() if cid in wanted}
     if positions:
-        for raw in Message.objects.filter(session=session, position__in=positions).values_list("raw", flat=True):
+        for raw in StoredMessage.objects.filter(session=session, position__in=positions).values_list("raw", flat=True):
             names.update(_call_names([raw]))
     return names
 
@@ -347,7 +377,7 @@ def _check_pairs(session: Session, raws: list[dict], start: int) -> None:
         for call in raw.get("tool_calls") or []:
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 ids.add(call["id"])
-    answered = set(Message.objects.filter(session=session, tool_call_id__in=list(ids))
+    answered = set(StoredMessage.objects.filter(session=session, tool_call_id__in=list(ids))
                    .values_list("tool_call_id", flat=True)) if ids else set()
     tracker.seen = set(tracker.open) | answered
     for k, raw in enumerate(raws):
@@ -362,26 +392,8 @@ def _check_pairs(session: Session, raws: list[dict], start: int) -> None:
 
 # -- trigger --------------------------------------------------------------------------------------
 
-def trigger_state(session: Session, policy, last_message_at=None) -> TriggerState:
-    window, _src = resolve_window(policy)
-    last = last_message_at if last_message_at is not None else session.last_message_at
-    return TriggerState(context_tokens=session.context_total, messages=session.context_messages,
-                        tokens_since_summary=session.tokens_since_summary,
-                        messages_since_summary=session.messages_since_summary,
-                        last_message_at=last.timestamp() if last else None, window=window,
-                        reserved_output_tokens=policy.reserved_output_tokens)
-
-
-def check_trigger(session: Session, policy=None) -> ConditionResult:
-    if policy is None:
-        policy, _ = effective_policy(session)
-    return evaluate(policy.trigger, trigger_state(session, policy))
-
-
 def _check_trigger(session: Session, policy, result: WriteResult, last_message_at,
                    filter_key: str | None = None) -> None:
-    from .runs import pending_run, request_run  # noqa: PLC0415
-
     state = trigger_state(session, policy, last_message_at)
     fired = evaluate(policy.trigger, state)
     result.trigger = fired
@@ -397,19 +409,6 @@ def _check_trigger(session: Session, policy, result: WriteResult, last_message_a
     result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=reason,
                              filter_key=filter_key)
     result.run_created = True
-
-
-def clearing_due(policy, state: TriggerState) -> bool:
-    """Tool-output clearing has its own threshold (compaction.session.reduction_due without
-    the every-call passes, which run inside every run anyway): O(1) on stored totals."""
-    red = policy.reduction
-    if not red.enabled or not red.clearing.enabled:
-        return False
-    c = red.clearing
-    total = state.context_tokens
-    if c.trigger_tokens is not None and total > c.trigger_tokens:
-        return True
-    return c.trigger_fraction is not None and total > c.trigger_fraction * state.usable_window
 
 
 # -- other writes ----------------------------------------------------------------------------------

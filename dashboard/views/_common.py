@@ -1,12 +1,14 @@
 """Helpers shared by the page views."""
 from __future__ import annotations
 
+from typing import Any, overload
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from ..models import Project
-from ..selectors.pages import pick_project, project_choices
+from ..selectors.layout import pick_project, project_choices
 
 PROJECT_KEY = "project_id"
 
@@ -22,7 +24,7 @@ def current_project(request: HttpRequest, prefer: Project | None = None) -> tupl
     return projects, pick_project(projects, request.session.get(PROJECT_KEY))
 
 
-def page(request: HttpRequest, template: str, context: dict, *, project: Project | None = None,
+def page(request: HttpRequest, template: str, context: dict[str, Any], *, project: Project | None = None,
          status: int = 200) -> HttpResponse:
     """Render a full page with the layout's context (projects, current project)."""
     projects, current = current_project(request, project)
@@ -30,6 +32,11 @@ def page(request: HttpRequest, template: str, context: dict, *, project: Project
     return render(request, template, ctx, status=status)
 
 
+@overload
+def int_param(request: HttpRequest, name: str, default: int, lo: int | None = 0, hi: int | None = None) -> int: ...
+@overload
+def int_param(request: HttpRequest, name: str, default: None = None, lo: int | None = 0,
+              hi: int | None = None) -> int | None: ...
 def int_param(request: HttpRequest, name: str, default: int | None = None, lo: int | None = 0,
               hi: int | None = None) -> int | None:
     """An integer query parameter, clamped; a missing or malformed value gives ``default``."""
@@ -56,23 +63,7 @@ def is_htmx(request: HttpRequest) -> bool:
     return bool(getattr(request, "htmx", False))
 
 
-def parse_overrides(text: str) -> dict:
-    """``dotted.path=value`` lines (values read as JSON when they parse, else as text)
-    into a dict of overrides. Raises ValueError naming the line."""
-    import json  # noqa: PLC0415
-
-    out: dict = {}
-    for n, line in enumerate((text or "").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if "=" not in line:
-            raise ValueError(f"line {n}: expected dotted.setting=value, got {line[:60]!r}")
-        key, value = (part.strip() for part in line.split("=", 1))
-        if not key:
-            raise ValueError(f"line {n}: missing setting name before '='")
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
-    return out
+def htmx_target(request: HttpRequest) -> str | None:
+    """The id of the element an htmx request swaps (None for a plain request)."""
+    details = getattr(request, "htmx", None)
+    return details.target if details else None

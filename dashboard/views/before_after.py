@@ -6,19 +6,16 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from ..selectors.pages import before_after as before_after_rows
-from ..selectors.pages import load_run, run_badge
+from ..selectors.before_after import before_after as before_after_rows
+from ..selectors.runs import load_run, run_badge
 from ._common import int_param, page
-
-ROWS_PER_PAGE = 150
 
 
 @login_required
 @require_GET
 def before_after(request: HttpRequest, pk: int) -> HttpResponse:
     run = load_run(pk)
-    offset = int_param(request, "offset", 0, 0, max(0, len(run.ledger or []) - 1))
-    data = before_after_rows(run, offset, ROWS_PER_PAGE)
+    data = before_after_rows(run, int_param(request, "offset", 0))
     return page(request, "pages/before_after.html",
                 {"nav": "session", "run": run, "session": run.session, "badge": run_badge(run), "ba": data},
                 project=run.project)

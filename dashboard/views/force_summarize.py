@@ -1,7 +1,8 @@
 """Force a summary from the session page, and the live progress of any run.
 
-The form enqueues a run through the service (``request_run``: validated policy, snapshot,
-task sent after commit). The progress block polls every second while the run is queued or
+The form enqueues a run through the service (``force_run``: validated policy, snapshot,
+task sent after commit); while a forced run of the session is pending, pressing again shows
+that run's progress instead of queueing another. The progress block polls every second while the run is queued or
 running; the response that shows it finished carries ``HX-Trigger: run-finished`` so the
 session page reloads its timeline and transcript (on the run page: ``HX-Refresh``)."""
 from __future__ import annotations
@@ -15,11 +16,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from compaction import PRESETS
 
+from ..forms import parse_overrides
 from ..models import TriggerKind
-from ..selectors.pages import load_run_status, load_session
+from ..selectors.runs import load_run_status
+from ..selectors.sessions import load_session
 from ..services import ServiceError
-from ..services.runs import request_run
-from ._common import is_htmx, parse_overrides
+from ..services.runs import force_run
+from ._common import is_htmx
 
 
 @login_required
@@ -35,8 +38,8 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         try:
             overrides = parse_overrides(request.POST.get("overrides", ""))
-            run = request_run(session, trigger=TriggerKind.MANUAL, force=True, reason=reason,
-                              overrides=overrides or None, preset=preset)
+            run, _created = force_run(session, trigger=TriggerKind.MANUAL, reason=reason,
+                                      overrides=overrides or None, preset=preset)
         except ValueError as exc:
             error = f"overrides {exc}"
         except ServiceError as exc:

@@ -8,41 +8,21 @@ from django.views.decorators.http import require_GET
 
 from compaction import PRESETS
 
-from ..models import RunStatus
-from ..selectors.pages import (TRANSCRIPT_PAGE, load_session, message_at, page_start_for, session_runs, timeline,
-                               transcript_page, trigger_text)
-from ..services import ServiceError
-from ..services.branches import load_store, retrieve_for, summaries_of
-from ..services.policies import effective_policy
-from ..services.sessions import check_trigger
+from ..selectors.session_page import (
+    message_at,
+    overview_context,
+    page_start_for,
+    session_runs,
+    transcript_page,
+)
+from ..selectors.sessions import load_session
 from ._common import int_param, page
 
 
-def branch_context(session, key: str | None) -> dict:
-    """The branch summaries section: every stored key, and which one an agent asking for
-    ``key`` is served (with the fallback used)."""
-    data = summaries_of(session)
-    try:
-        served = retrieve_for(session, key, data)
-        error = None
-    except ServiceError as exc:
-        served, error = retrieve_for(session, None, data), str(exc.detail)
-    return {"branches": served, "branch_error": error, "summary_key": key or "",
-            "branch_summaries": load_store(data)[0].all()}
-
-
-def overview_context(session, summary_key: str | None = None) -> dict:
-    """Stats, timeline, runs and branch summaries: everything the run-finished refresh redraws."""
-    policy, row = effective_policy(session)
-    runs = session_runs(session)
-    pending = next((r for r in reversed(runs) if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)), None)
-    return {
-        "session": session, "policy": policy, "policy_row": row, "runs": runs,
-        "recent_runs": list(reversed(runs[-10:])), "pending": pending,
-        "timeline": timeline(session, runs, policy), "trigger": check_trigger(session, policy),
-        "trigger_text": trigger_text(policy.trigger), "compacted_runs": sum(1 for r in runs if r.badge),
-        "branch_policy": policy.branches, **branch_context(session, summary_key),
-    }
+def _transcript_start(request: HttpRequest) -> int:
+    """``around=N`` opens the page holding message N, else ``start=N``."""
+    around = int_param(request, "around", None)
+    return page_start_for(around) if around is not None else int_param(request, "start", 0)
 
 
 @login_required
@@ -50,10 +30,8 @@ def overview_context(session, summary_key: str | None = None) -> dict:
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = load_session(pk)
     ctx = overview_context(session, request.GET.get("summary_key") or None)
-    around = int_param(request, "around", None)
-    start = page_start_for(around) if around is not None else int_param(request, "start", 0)
-    ctx.update({"nav": "session", "tab": "overview", "page": transcript_page(session, ctx["runs"], start),
-                "presets": list(PRESETS), "dir": ""})
+    ctx.update({"nav": "session", "tab": "overview", "presets": list(PRESETS), "dir": "",
+                "page": transcript_page(session, ctx["runs"], _transcript_start(request))})
     return page(request, "pages/session.html", ctx, project=session.project)
 
 
@@ -71,11 +49,8 @@ def transcript(request: HttpRequest, pk: int) -> HttpResponse:
     """A page of the transcript: ``around=N`` (the page holding message N), or ``start=N``
     with ``dir=next|prev`` for the "load more" buttons."""
     session = load_session(pk)
-    around = int_param(request, "around", None)
-    start = page_start_for(around) if around is not None else int_param(request, "start", 0)
     direction = request.GET.get("dir", "")
-    runs = session_runs(session)
-    tp = transcript_page(session, runs, start, TRANSCRIPT_PAGE)
+    tp = transcript_page(session, session_runs(session), _transcript_start(request))
     return render(request, "partials/transcript.html",
                   {"session": session, "page": tp, "dir": direction if direction in ("next", "prev") else ""})
 
@@ -85,7 +60,6 @@ def transcript(request: HttpRequest, pk: int) -> HttpResponse:
 def message_full(request: HttpRequest, pk: int, position: int) -> HttpResponse:
     """One message's whole text (the transcript clips long ones)."""
     session = load_session(pk)
-    m = message_at(session, position)
-    return render(request, "partials/message_full.html", {"session": session, "m": m,
-                                                          "part": request.GET.get("part", "text"),
-                                                          "call": int_param(request, "call", 0)})
+    return render(request, "partials/message_full.html",
+                  {"session": session, "m": message_at(session, position), "part": request.GET.get("part", "text"),
+                   "call": int_param(request, "call", 0)})

@@ -2,7 +2,7 @@
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from dashboard.models import ArchiveEntry, CompactionRun
+from dashboard.models import CompactionRun, StoredArchiveEntry
 from tests.browser.conftest import settle
 from tests.pages import factories
 
@@ -22,7 +22,7 @@ def serious(page) -> list[str]:
 def test_no_serious_or_critical_violations(page, signed_in, console, project):
     s = factories.grow(project, factories.agent_messages(30, tag="y"), title="Accessible session")
     run = CompactionRun.objects.filter(session=s, status="succeeded").order_by("-id").first()
-    entry = ArchiveEntry.objects.filter(run=run).first()
+    entry = StoredArchiveEntry.objects.filter(run=run).first()
     paths = ["/sessions/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
              f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/"]
     found = {}

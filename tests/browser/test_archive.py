@@ -1,7 +1,7 @@
 """Archive browser: an entry opens and pages; search; the replay check says exact."""
 import pytest
 
-from dashboard.models import ArchiveEntry
+from dashboard.models import StoredArchiveEntry
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
 
@@ -13,7 +13,7 @@ def test_archive_content_opens_pages_and_replays_exactly(page, signed_in, consol
     page.goto(signed_in(f"/sessions/{s.pk}/archive/"))
     settle(page)
     assert page.get_by_text("Choose an entry to read its archived messages.").is_visible()
-    biggest = ArchiveEntry.objects.filter(session=s).order_by("-item_count").first()
+    biggest = StoredArchiveEntry.objects.filter(session=s).order_by("-item_count").first()
     assert biggest.item_count > 10
     page.click(f'a[href*="entry={biggest.entry_id}"][data-testid="archive-entry-link"]')
     content = page.locator('[data-testid="archive-content"]')

@@ -1,7 +1,7 @@
 """Every page loads in a real browser with no console error, in both themes."""
 import pytest
 
-from dashboard.models import ArchiveEntry, CompactionRun
+from dashboard.models import CompactionRun, StoredArchiveEntry
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
 
@@ -23,7 +23,7 @@ def test_the_login_page_loads_cleanly(page, live_server, console, transactional_
 
 def test_every_page_loads_with_no_console_errors(page, signed_in, console, grown):
     run = CompactionRun.objects.filter(session=grown, status="succeeded").order_by("-id").first()
-    entry = ArchiveEntry.objects.filter(run=run).first()
+    entry = StoredArchiveEntry.objects.filter(run=run).first()
     factories.import_messages(grown.project, factories.agent_messages(3), title="Short chat, never compacted")
     pages = {
         "sessions": "/sessions/",

@@ -4,7 +4,7 @@ the ones in docs/screenshots/ (copy them from test-artifacts/docs/ after a UI ch
 
 import pytest
 
-from dashboard.models import CompactionRun
+from dashboard.models import CompactionRun, Session
 from tests.browser.conftest import ARTIFACTS, settle
 from tests.corpus import corpus_files, load
 from tests.pages import factories
@@ -30,7 +30,6 @@ def real_session(transactional_db):
     data = load(CORPUS)
     s = factories.grow(project, data["messages"], title="django-14580: missing import in a generated migration",
                        start=20, chunk=2)
-    from dashboard.models import Session
 
     Session.objects.filter(pk=s.pk).update(model=data["meta"]["model"])
     s.refresh_from_db()

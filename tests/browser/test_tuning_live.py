@@ -1,6 +1,7 @@
 """Tuning: typing a new threshold re-simulates the session and redraws the preview."""
 import pytest
 
+from dashboard.models import Project
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
 
@@ -43,7 +44,6 @@ def test_comparing_a_preset_side_by_side_and_saving(page, signed_in, console, pr
     page.fill("#save-name", "tuned-in-browser")
     page.click('[data-testid="save-project"]')
     page.wait_for_selector('[data-testid="save-ok"]')
-    from dashboard.models import Project
 
     assert Project.objects.get(pk=project.pk).active_policy.name == "tuned-in-browser"
     console.assert_clean()

@@ -2,7 +2,7 @@
 script runs, the payload is readable on the page."""
 import pytest
 
-from dashboard.models import ArchiveEntry
+from dashboard.models import StoredArchiveEntry
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
 from tests.pages.factories import XSS_TEXTS
@@ -25,7 +25,7 @@ def hostile(project):
 
 def test_payloads_in_messages_stay_inert(page, signed_in, console, hostile):
     s, run = hostile
-    entry = ArchiveEntry.objects.filter(session=s).first()
+    entry = StoredArchiveEntry.objects.filter(session=s).first()
     for path in (f"/sessions/{s.pk}/", f"/sessions/{s.pk}/?start={s.message_count - 10}", f"/runs/{run.pk}/",
                  f"/runs/{run.pk}/before-after/", f"/sessions/{s.pk}/archive/?entry={entry.entry_id}&limit=100",
                  f"/sessions/{s.pk}/archive/?q=script", "/sessions/"):

@@ -3,7 +3,14 @@ import json
 
 import pytest
 
-from compaction.archive import ArchiveEntry, FileArchive, MemoryArchive, item_for, new_entry_id, replay
+from compaction.archive import (
+    ArchiveEntry,
+    FileArchive,
+    MemoryArchive,
+    item_for,
+    new_entry_id,
+    replay,
+)
 from compaction.errors import ArchiveError
 from compaction.messages import Message, Provenance, canonical_json, wrap_originals
 from tests.engine.helpers import coding_run

@@ -1,11 +1,21 @@
 """The whole pipeline through the public API: outcome, ledger, rolling runs, failures."""
 import copy
+import dataclasses
 
 import pytest
 
-from compaction import CompactionSession, Compactor, Hooks, MemoryArchive, Policy, SummaryError, get_preset
-from compaction.messages import Provenance, canonical_json
+from compaction import (
+    CompactionSession,
+    Compactor,
+    Hooks,
+    MemoryArchive,
+    Policy,
+    SummaryError,
+    get_preset,
+)
 from compaction.context import tool_pairs_ok
+from compaction.ledger import LedgerRow
+from compaction.messages import Provenance, canonical_json, wrap_originals
 from tests.corpus import session
 from tests.engine.helpers import chat, coding_run, tool_round
 from tests.support.llm_server import ScriptedLLMServer, error, ok
@@ -90,7 +100,6 @@ def test_a_failed_summary_changes_nothing_and_writes_no_archive(monkeypatch):
 def test_pinned_messages_stay_verbatim_after_the_summary():
     raws = coding_run(rounds=20)
     c = Compactor(small_policy())
-    from compaction.messages import wrap_originals
     msgs = wrap_originals(raws)
     msgs[7].meta["pinned"] = True
     out = c.compact(msgs, force=True)
@@ -202,3 +211,12 @@ def test_a_chat_of_many_short_turns_still_shrinks_when_forced_repeatedly():
     assert sizes and max(sizes) <= 2 + 4 + 4  # summary + ack, at most 4 preserved users, tail of 4
     assert len([m for m in s.live.messages if m.provenance is Provenance.PRESERVED]) <= 4
     assert canonical_json(s.replay()) == canonical_json(originals)
+
+
+def test_the_outcome_is_frozen_and_its_typed_ledger_matches_the_stored_form():
+    raws = session("minipr__deepseek_bench1__django__django-11099")["messages"]
+    out = Compactor(small_policy(), session_id="s").compact(raws, force=True)
+    assert out.ledger == [row.to_dict() for row in out.ledger_rows] == out.to_dict()["ledger"]
+    assert tuple(LedgerRow.from_dict(d) for d in out.ledger) == out.ledger_rows
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.summary = "changed"

@@ -5,8 +5,14 @@ import tiktoken
 from compaction.context import LiveContext
 from compaction.images import UNKNOWN_IMAGE_TOKENS
 from compaction.messages import wrap_originals
-from compaction.tokens import (MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, CharCounter, MessageCounter,
-                               encoding_for_model, make_counter)
+from compaction.tokens import (
+    MESSAGE_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    CharCounter,
+    MessageCounter,
+    encoding_for_model,
+    make_counter,
+)
 from tests.corpus import session
 
 

@@ -1,9 +1,13 @@
 """Triggers: every kind, composed with any/all, each evaluation says what fired and why."""
+import random
+
 import pytest
 
+from compaction import CompactionSession
+from compaction.conditions import LEAF_CONDITIONS, kind_of
 from compaction.errors import PolicyError
 from compaction.policy import Policy
-from compaction.triggers import TriggerState, evaluate
+from compaction.triggers import TriggerState, compile_condition, evaluate
 
 
 def state(**kw):
@@ -64,8 +68,8 @@ def test_invalid_trigger_is_rejected_naming_the_field():
         Policy.load({"trigger": {"kind": "sometimes"}})
 
 
-def _random_condition(rng, depth=0):
-    leaves = [
+def _random_leaves(rng):
+    return [
         lambda: {"kind": "tokens", "threshold": rng.randint(1, 5000)},
         lambda: {"kind": "window_fraction", "fraction": round(rng.uniform(0.01, 1.0), 3)},
         lambda: {"kind": "messages", "threshold": rng.randint(1, 50)},
@@ -74,17 +78,22 @@ def _random_condition(rng, depth=0):
         lambda: {"kind": "messages_since_summary", "threshold": rng.randint(1, 50)},
         lambda: {"kind": "idle_seconds", "seconds": rng.randint(1, 100)},
     ]
+
+
+def _random_condition(rng, depth=0):
+    leaves = _random_leaves(rng)
     if depth < 3 and rng.random() < 0.4:
         return {"kind": rng.choice(["any", "all"]),
                 "conditions": [_random_condition(rng, depth + 1) for _ in range(rng.randint(1, 4))]}
     return rng.choice(leaves)()
 
 
+def test_the_random_trees_use_every_leaf_kind():
+    kinds = {make()["kind"] for make in _random_leaves(random.Random(0))}
+    assert kinds == {kind_of(c) for c in LEAF_CONDITIONS}
+
+
 def test_the_compiled_fast_check_agrees_with_the_explained_evaluation():
-    import random
-
-    from compaction.triggers import compile_condition
-
     rng = random.Random(7)
     for _ in range(400):
         c = cond(_random_condition(rng))
@@ -102,8 +111,6 @@ def test_the_compiled_fast_check_agrees_with_the_explained_evaluation():
 
 
 def test_should_compact_is_truthy_when_fired_and_explains_itself():
-    from compaction import CompactionSession
-
     s = CompactionSession(Policy.load({"trigger": {"kind": "messages", "threshold": 2}, "counter": "approx"}))
     s.append({"role": "user", "content": "a"})
     assert not s.should_compact()

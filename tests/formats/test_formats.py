@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from compaction.errors import SessionValidationError
-from compaction.formats import FORMATS, ImportedSession, convert, convert_file, convert_many, detect_format
+from compaction.formats import (
+    FORMATS,
+    ImportedSession,
+    convert,
+    convert_file,
+    convert_many,
+    detect_format,
+)
 from compaction.messages import validate_session
 
 FIX = Path(__file__).parent / "fixtures"
@@ -409,8 +416,6 @@ def test_empty_inputs_are_rejected(payload, fmt):
 
 
 def test_a_list_of_models_in_metadata_names_the_first_one():
-    from compaction.formats import convert
-
     session = {"messages": [{"role": "user", "content": "hi"}],
                "meta": {"model": ["claude-opus-4-5-20251101", "claude-haiku"]}}
     assert convert(session).model == "claude-opus-4-5-20251101"

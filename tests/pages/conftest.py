@@ -8,13 +8,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import pytest  # noqa: E402
 
+from dashboard.celery import app
+from dashboard.models import CompactionRun, RunStatus
 from tests.pages import factories  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
     """Runs execute inline when their transaction commits, unless a test starts a worker."""
-    from dashboard.celery import app
 
     app.conf.task_always_eager = True
     app.conf.task_eager_propagates = True
@@ -57,6 +58,4 @@ def grown(project, django_capture_on_commit_callbacks):
 
 @pytest.fixture
 def last_run(grown):
-    from dashboard.models import CompactionRun, RunStatus
-
     return CompactionRun.objects.filter(session=grown, status=RunStatus.SUCCEEDED).order_by("-id").first()

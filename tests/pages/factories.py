@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 
-from compaction import Policy as EnginePolicy
+from compaction import Policy
 from compaction.formats import ImportedSession
+from dashboard.models import CompactionRun, Session, TriggerKind
+from dashboard.services.keys import get_or_create_project
+from dashboard.services.policies import create_policy
+from dashboard.services.runs import request_run
+from dashboard.services.sessions import append_messages, import_session
 
 #: A policy that compacts small test sessions: fires above 6,000 tokens, keeps 8 messages.
 #: Tool-output reduction is off so the figures depend on summaries only.
@@ -43,20 +48,15 @@ def agent_messages(turns: int, words: int = 60, tag: str = "t", extra_user: list
 
 
 def make_project(name: str = "acme", policy: dict | None = TEST_POLICY):
-    from dashboard.services.keys import get_or_create_project
-    from dashboard.services.policies import create_policy
-
     project, _ = get_or_create_project(name)
     if policy is not None and not project.active_policy_id:
-        create_policy(project, policy.get("name", "tests"), EnginePolicy.load(policy), activate=True)
+        create_policy(project, policy.get("name", "tests"), Policy.load(policy), activate=True)
         project.refresh_from_db()
     return project
 
 
 def import_messages(project, messages: list[dict], title: str = "test session", model: str = "gpt-4o",
                     external_id: str | None = None):
-    from dashboard.services.sessions import import_session
-
     imported = ImportedSession(messages=messages, title=title, model=model, external_id=external_id)
     return import_session(project, imported, auto_compact=False).session
 
@@ -67,8 +67,6 @@ def grow(project, messages: list[dict], title: str = "grown session", start: int
     auto trigger on, as an agent loop would: runs fire where the policy says and (eager
     Celery) execute when each append commits. ``capture`` is django_capture_on_commit_callbacks
     for tests inside a transaction."""
-    from dashboard.models import Session
-    from dashboard.services.sessions import append_messages
 
     session = import_messages(project, messages[:start], title=title)
     for k in range(start, len(messages), chunk):
@@ -80,8 +78,6 @@ def grow(project, messages: list[dict], title: str = "grown session", start: int
 
 def force(session, capture=None, **kwargs):
     """A forced run, executed now (eager Celery) and returned fresh from the database."""
-    from dashboard.models import CompactionRun, TriggerKind
-    from dashboard.services.runs import request_run
 
     ctx = capture(execute=True) if capture is not None else nullcontext()
     with ctx:

@@ -3,16 +3,16 @@ import re
 
 from django.urls import reverse
 
-from dashboard.models import ArchiveEntry
+from dashboard.models import StoredArchiveEntry
 
 
 def test_entries_are_grouped_by_the_run_that_wrote_them(web, grown):
     html = web.get(reverse("pages:archive", args=[grown.pk])).content.decode()
     assert 'data-testid="archive"' in html
-    for e in ArchiveEntry.objects.filter(session=grown):
+    for e in StoredArchiveEntry.objects.filter(session=grown):
         assert e.entry_id[:16] in html
         assert f'href="/runs/{e.run_id}/"' in html
-    assert html.count('data-testid="archive-entry-link"') == ArchiveEntry.objects.filter(session=grown).count()
+    assert html.count('data-testid="archive-entry-link"') == StoredArchiveEntry.objects.filter(session=grown).count()
 
 
 def test_filtering_by_run_shows_only_its_entries(web, grown, last_run):
@@ -22,7 +22,7 @@ def test_filtering_by_run_shows_only_its_entries(web, grown, last_run):
 
 
 def test_an_entry_opens_and_pages_by_offset_and_limit(web, grown):
-    entry = ArchiveEntry.objects.filter(session=grown, kind="evicted").order_by("-item_count").first()
+    entry = StoredArchiveEntry.objects.filter(session=grown, kind="evicted").order_by("-item_count").first()
     url = reverse("pages:archive-entry", args=[grown.pk, entry.entry_id])
     html = web.get(url, {"offset": 0, "limit": 3}, HTTP_HX_REQUEST="true").content.decode()
     assert 'data-testid="archive-content"' in html and "<html" not in html
@@ -39,7 +39,7 @@ def test_an_entry_opens_and_pages_by_offset_and_limit(web, grown):
 
 
 def test_a_plain_link_to_an_entry_opens_the_browser_on_it(web, grown):
-    entry = ArchiveEntry.objects.filter(session=grown).first()
+    entry = StoredArchiveEntry.objects.filter(session=grown).first()
     r = web.get(reverse("pages:archive-entry", args=[grown.pk, entry.entry_id]))
     assert r.status_code == 302 and f"?entry={entry.entry_id}" in r["Location"]
     html = web.get(r["Location"].split("#")[0]).content.decode()
@@ -47,7 +47,7 @@ def test_a_plain_link_to_an_entry_opens_the_browser_on_it(web, grown):
 
 
 def test_an_entry_of_another_session_is_not_found(web, grown, small):
-    entry = ArchiveEntry.objects.filter(session=grown).first()
+    entry = StoredArchiveEntry.objects.filter(session=grown).first()
     assert web.get(reverse("pages:archive-entry", args=[small.pk, entry.entry_id]), HTTP_HX_REQUEST="true").status_code == 404
 
 

@@ -1,4 +1,4 @@
-"""Seed parity on the dashboard: branch summaries on the session page, the summary request
+"""The dashboard side of branch summaries and runs: branch summaries on the session page, the summary request
 mode and inline execution on the run page, hooks and language in the tuning form."""
 from __future__ import annotations
 
@@ -8,17 +8,16 @@ import re
 from django.urls import reverse
 
 from compaction.formats import ImportedSession
-from compaction.hooks import hook_names
-from dashboard.models import Policy, Session
-from dashboard.views.tuning import FIELDS, base_policy, form_values
+from compaction.hooks import hook_names, register_hook, unregister_hook
+from dashboard.models import Session, StoredPolicy
+from dashboard.services.sessions import import_session
 from tests.pages import factories
+from tests.pages.tuning_form import posted_form
 
 SEARCH, CART = "shop/search", "shop/cart"
 
 
 def keyed_session(project, capture):
-    from dashboard.services.sessions import import_session
-
     msgs = factories.agent_messages(8, tag="b")
     keys = [None] + [SEARCH if (i // 4) % 2 == 0 else CART for i in range(len(msgs) - 1)]
     session = import_session(project, ImportedSession(messages=msgs, title="keyed", model="gpt-4o"),
@@ -89,20 +88,7 @@ def test_the_run_page_says_how_the_summary_was_requested_and_where_the_run_execu
 
 
 def _form(session, **changes) -> dict:
-    values = form_values(base_policy(session, "current"))
-    data = {"a-preset": "current", "a-loaded": "current", "a-trigger_kind": values["trigger_kind"],
-            "a-trigger_value": values["trigger_value"] or ""}
-    for f in FIELDS:
-        v = values[f.name]
-        if f.kind == "bool":
-            if v:
-                data[f"a-{f.name}"] = "1"
-        elif f.kind == "multi":
-            data[f"a-{f.name}"] = list(v)
-        else:
-            data[f"a-{f.name}"] = "" if v is None else str(v)
-    data.update({f"a-{k}": v for k, v in changes.items()})
-    return data
+    return posted_form(session, **changes)
 
 
 def test_the_tuning_form_offers_the_registered_hooks_by_name_and_the_languages(web, small):
@@ -125,7 +111,7 @@ def test_saving_hooks_and_a_language_from_the_tuning_form_stores_them_in_the_pol
     data.update({"name": "zh with hooks", "target": "session"})
     r = web.post(reverse("pages:tuning-save", args=[small.pk]), data, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and 'data-testid="save-ok"' in r.content.decode(), r.content.decode()
-    stored = Policy.objects.get(name="zh with hooks").data
+    stored = StoredPolicy.objects.get(name="zh with hooks").data
     assert stored["language"] == "zh" and stored["finalize"]["language"] == "zh"
     assert stored["hooks"]["pre_summary"] == ["redact_secrets", "strip_ansi"]
     assert stored["hooks"]["post_summary"] == ["redact_secrets"]
@@ -144,12 +130,10 @@ def test_an_unregistered_hook_name_posted_to_the_tuning_form_is_refused_naming_t
     data = _form(small, input_builder="no_such_hook")
     data.update({"name": "bad", "target": "project"})
     r = web.post(reverse("pages:tuning-save", args=[small.pk]), data, HTTP_HX_REQUEST="true")
-    assert "hooks.input_builder" in r.content.decode() and not Policy.objects.filter(name="bad").exists()
+    assert "hooks.input_builder" in r.content.decode() and not StoredPolicy.objects.filter(name="bad").exists()
 
 
 def test_the_hook_choices_follow_the_registry(web, small):
-    from compaction.hooks import register_hook, unregister_hook
-
     register_hook("post_summary", "page_test_hook", lambda t: t, description="added by a page test", replace=True)
     try:
         html = web.get(reverse("pages:tuning", args=[small.pk])).content.decode()

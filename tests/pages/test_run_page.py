@@ -3,7 +3,9 @@ import re
 
 from django.urls import reverse
 
+from dashboard.models import CompactionRun
 from tests.pages import factories
+from tests.support.llm_server import ScriptedLLMServer, error, ok
 
 
 def test_a_finished_run_shows_everything_it_did(web, last_run):
@@ -48,16 +50,12 @@ def test_missing_identifiers_are_listed(web, project, django_capture_on_commit_c
 def test_a_running_run_polls_and_reloads_when_done(web, small, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         web.post(reverse("pages:force", args=[small.pk]), {}, HTTP_HX_REQUEST="true")
-    from dashboard.models import CompactionRun
-
     run = CompactionRun.objects.get(session=small)
     html = web.get(reverse("pages:run", args=[run.pk])).content.decode()
     assert f"/runs/{run.pk}/progress/?poll=1&amp;context=run" in html and "every 1s" in html
 
 
 def test_a_failed_run_shows_its_error(web, small, django_capture_on_commit_callbacks):
-    from dashboard.models import CompactionRun
-
     run = factories.force(small, capture=django_capture_on_commit_callbacks,
                           overrides={"cut.keep_messages": 0, "cut.min_evicted_messages": 10_000})
     assert run.status in ("skipped", "failed")
@@ -67,15 +65,15 @@ def test_a_failed_run_shows_its_error(web, small, django_capture_on_commit_callb
 
 
 def test_attempts_show_the_failed_one_with_its_error_and_every_latency(web, small, django_capture_on_commit_callbacks,
-                                                                        monkeypatch):
-    from tests.support.llm_server import ScriptedLLMServer, error, ok
-
+                                                                        monkeypatch, settings):
     monkeypatch.setenv("CS_TEST_LLM_KEY", "test-key")
     with ScriptedLLMServer() as server:
+        settings.COMPACTION_CONNECTIONS = [{"name": "scripted", "models": ["openai/scripted"],
+                                            "api_base": server.api_base, "api_key_env": "CS_TEST_LLM_KEY",
+                                            "allow_private_network": True}]
         server.script(error(503, "overloaded, try later"), ok("Goal: inspect modules. Done: modules 0-9 read."))
         run = factories.force(small, capture=django_capture_on_commit_callbacks, overrides={
-            "summarizer.model": "openai/scripted", "summarizer.api_base": server.api_base,
-            "summarizer.api_key_env": "CS_TEST_LLM_KEY",
+            "summarizer.model": "openai/scripted", "summarizer.connection": "scripted",
             "summarizer.retry": {"max_retries": 1, "backoff_base": 0, "backoff_cap": 0, "jitter": 0}})
     assert run.status == "succeeded", run.error
     html = web.get(reverse("pages:run", args=[run.pk])).content.decode()

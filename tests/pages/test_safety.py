@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.models import StoredArchiveEntry
 from tests.pages import factories
 from tests.pages.factories import XSS_TEXTS
 
@@ -65,9 +66,8 @@ def assert_inert(html: str):
 
 def test_payloads_render_as_text_on_every_page(web, hostile):
     s, run = hostile
-    from dashboard.models import ArchiveEntry
 
-    entry = ArchiveEntry.objects.filter(session=s).first()
+    entry = StoredArchiveEntry.objects.filter(session=s).first()
     urls = [reverse("pages:session", args=[s.pk]), reverse("pages:run", args=[run.pk]),
             reverse("pages:before-after", args=[run.pk]), reverse("pages:sessions"),
             reverse("pages:archive", args=[s.pk]) + f"?entry={entry.entry_id}&limit=100",

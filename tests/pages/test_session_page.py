@@ -5,6 +5,8 @@ import re
 from django.urls import reverse
 
 from dashboard.models import CompactionRun
+from dashboard.selectors.session_page import session_runs
+from dashboard.templatetags.studio import tokens
 from tests.pages import factories
 
 
@@ -51,13 +53,10 @@ def test_the_context_line_drops_after_each_compaction(web, grown):
 
 
 def test_compaction_badges_read_like_a_sentence(web, grown, last_run):
-    from dashboard.selectors.pages import session_runs
-
     # open the transcript page that holds the run's commit position
     position = next(r.commit_position for r in session_runs(grown) if r.pk == last_run.pk)
     html = web.get(reverse("pages:session", args=[grown.pk]) + f"?around={min(position, grown.message_count - 1)}").content.decode()
     b = last_run
-    from dashboard.templatetags.studio import tokens
 
     expected = (f"Compacted {b.messages_before} → {b.messages_after} messages, "
                 f"{tokens(b.tokens_before['total'])} → {tokens(b.tokens_after['total'])} tokens")

@@ -3,6 +3,10 @@ import re
 
 from django.urls import reverse
 
+from compaction import Policy
+from dashboard.models import Session
+from dashboard.services.policies import create_policy, set_session_policy
+from dashboard.services.sessions import check_trigger
 from tests.pages import factories
 
 
@@ -41,8 +45,6 @@ def test_the_over_threshold_filter_uses_each_sessions_policy(web, project, small
     assert rows(html) == [str(big.pk)]
     assert "over threshold" in html
     # the same session under a session policy with a higher threshold is not over
-    from compaction import Policy
-    from dashboard.services.policies import create_policy, set_session_policy
 
     roomy = create_policy(project, "roomy", Policy.load({"trigger": {"kind": "tokens", "threshold": 50_000}}))
     set_session_policy(big, roomy)
@@ -83,10 +85,6 @@ def test_without_a_project_the_page_offers_to_create_one(web, db):
 
 def test_the_over_threshold_filter_agrees_with_the_trigger_check(web, project):
     """The filter is a query over stored totals; it must say what check_trigger says."""
-    from compaction import Policy
-    from dashboard.models import Session
-    from dashboard.services.policies import create_policy, set_session_policy
-    from dashboard.services.sessions import check_trigger
 
     policies = [
         {"trigger": {"kind": "window_fraction", "fraction": 0.05}, "reserved_output_tokens": 4096},

@@ -4,24 +4,14 @@ import re
 
 from django.urls import reverse
 
-from dashboard.models import Policy, Project, Session
-from dashboard.views.tuning import FIELDS, base_policy, form_values
+from compaction import PRESETS
+from dashboard.models import Project, Session, StoredPolicy
+from tests.pages.tuning_form import posted_form
 
 
 def form(session, side="a", preset="current", **changes) -> dict:
     """The tuning form as the page first renders it, with ``changes`` typed in."""
-    values = form_values(base_policy(session, preset))
-    data = {f"{side}-preset": preset, f"{side}-loaded": preset,
-            f"{side}-trigger_kind": values["trigger_kind"], f"{side}-trigger_value": values["trigger_value"] or ""}
-    for f in FIELDS:
-        v = values[f.name]
-        if f.kind == "bool":
-            if v:
-                data[f"{side}-{f.name}"] = "1"
-        else:
-            data[f"{side}-{f.name}"] = "" if v is None else str(v)
-    data.update({f"{side}-{k}": v for k, v in changes.items()})
-    return data
+    return posted_form(session, side, preset, **changes)
 
 
 def preview(web, session, data) -> str:
@@ -112,7 +102,7 @@ def test_saving_makes_the_policy_the_projects_and_applying_sets_the_sessions(web
     # saving again under the same name makes a new version
     web.post(reverse("pages:tuning-save", args=[grown.pk]), {**form(grown, trigger_value="9500"), "name": "tight",
                                                              "target": "project"}, HTTP_HX_REQUEST="true")
-    assert Policy.objects.get(name="tight").version == 2
+    assert StoredPolicy.objects.get(name="tight").version == 2
     r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**data, "name": "just-this-one", "target": "session"},
                  HTTP_HX_REQUEST="true")
     assert "applied it to this session" in r.content.decode()
@@ -125,7 +115,7 @@ def test_saving_needs_a_name_and_a_valid_policy(web, grown):
     r = web.post(reverse("pages:tuning-save", args=[grown.pk]), {**form(grown, keep_fraction="9"), "name": "x"},
                  HTTP_HX_REQUEST="true")
     assert "cut.keep_fraction" in r.content.decode()
-    assert not Policy.objects.filter(name="x").exists()
+    assert not StoredPolicy.objects.filter(name="x").exists()
 
 
 def test_without_htmx_the_form_posts_to_a_full_page(web, grown):
@@ -135,8 +125,6 @@ def test_without_htmx_the_form_posts_to_a_full_page(web, grown):
 
 
 def test_every_preset_simulates_without_error(web, grown):
-    from compaction import PRESETS
-
     for name in PRESETS:
         html = preview(web, grown, form(grown, preset=name))
         assert 'data-testid="tuning-errors"' not in html, (name, html.split('data-testid="tuning-errors"', 1)[1][:500])

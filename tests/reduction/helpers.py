@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from compaction import recovery
+from compaction import archive_tools
 from compaction.archive import MemoryArchive, replay
 from compaction.messages import Message, tool_name_index, wrap_originals
 from compaction.reduction.config import ReductionPolicy
@@ -104,7 +104,7 @@ def assert_every_reduction_loads_exactly(archive: MemoryArchive, live: list[Mess
         if m.tool_call_id:
             assert _read_all(archive, m.tool_call_id, chunk) == want
         assert _read_all(archive, m.id, chunk) == want
-        raw = recovery.load(archive, SESSION, red["archive_ref"], field="raw")["content"]
+        raw = archive_tools.load(archive, SESSION, red["archive_ref"], field="raw")["content"]
         assert json.loads(raw) == original
         checked += 1
     return checked
@@ -113,7 +113,7 @@ def assert_every_reduction_loads_exactly(archive: MemoryArchive, live: list[Mess
 def _read_all(archive, handle, chunk, **kw) -> str:
     pieces, offset = [], 0
     while True:
-        got = recovery.load(archive, SESSION, handle, offset, chunk, **kw)
+        got = archive_tools.load(archive, SESSION, handle, offset, chunk, **kw)
         pieces.append(got["content"])
         if got["next_offset"] is None:
             assert offset + got["returned_chars"] == got["total_chars"]

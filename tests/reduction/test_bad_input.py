@@ -3,14 +3,23 @@ import functools
 import json
 import random
 
-from compaction import recovery
+from compaction import archive_tools
 from compaction.archive import MemoryArchive
 from compaction.messages import Message, wrap_originals
 from compaction.reduction.pipeline import on_append
-
 from tests.corpus import session
-from .helpers import (SESSION, arrive, assert_every_reduction_loads_exactly, assert_replay_exact, commit, counter,
-                      policy, reduce, run)
+
+from .helpers import (
+    SESSION,
+    arrive,
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    commit,
+    counter,
+    policy,
+    reduce,
+    run,
+)
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -48,7 +57,7 @@ def test_replacement_characters_from_a_failed_decode_count_as_binary():
 
 def test_short_binary_output_and_ordinary_unicode_are_left_alone():
     for text in ("\x00\x01\x02 tiny blob", "Grüße, 世界! — naïve café ✓\n" * 30):
-        live, archive = arrive(run(rounds=1, output=lambda i: text), policy())
+        live, archive = arrive(run(rounds=1, output=lambda i, text=text: text), policy())
         assert live[-1].reduction is None and archive.entries(SESSION) == []
 
 
@@ -66,7 +75,7 @@ def test_a_ten_megabyte_output_is_truncated_on_arrival_and_recovered_exactly():
     live = wrap_originals(raws)[:-1] + [new]
     assert_replay_exact(archive, live, raws)
     assert assert_every_reduction_loads_exactly(archive, live, raws, chunk=1_000_003) == 1
-    got = recovery.load(archive, SESSION, "c0", 5_000_000, 64)
+    got = archive_tools.load(archive, SESSION, "c0", 5_000_000, 64)
     assert got["content"] == big[5_000_000:5_000_064] and got["total_chars"] == TEN_MB
 
 
@@ -97,7 +106,7 @@ def test_oversized_audio_or_file_parts_are_offloaded_and_loadable_by_part():
     live, archive = arrive(raws, policy())
     parts = live[-1].raw["content"]
     assert parts[0]["text"] == "recorded 3s" and "input_audio attachment" in parts[1]["text"]
-    got = recovery.load(archive, SESSION, "c0", part=1)
+    got = archive_tools.load(archive, SESSION, "c0", part=1)
     assert json.loads(got["content"]) == audio
     assert_replay_exact(archive, live, raws)
 
@@ -124,5 +133,5 @@ def test_a_result_with_an_image_is_cleared_as_a_whole_and_replays_exactly():
     commit(r, archive)
     assert isinstance(r.messages[2].raw["content"], str) and r.messages[2].reduction["kind"] == "cleared"
     assert_replay_exact(archive, r.messages, raws)
-    assert recovery.load(archive, SESSION, r.messages[2].tool_call_id, part=1)["content"] == \
+    assert archive_tools.load(archive, SESSION, r.messages[2].tool_call_id, part=1)["content"] == \
         raws[2]["content"][1]["image_url"]["url"]

@@ -1,13 +1,26 @@
 """Clearing before a model call: old results become placeholders with recovery hints."""
 import json
 
+import pytest
+
 from compaction.archive import MemoryArchive
 from compaction.context import check_tool_pairs
 from compaction.reduction.edits import FAILURE_WORDS
-from compaction.reduction.pipeline import before_call
+from compaction.reduction.pipeline import before_call, clearing_due
 
-from .helpers import (SESSION, arrive, assert_every_reduction_loads_exactly, assert_replay_exact, call, commit,
-                      counter, policy, reduce, run, total)
+from .helpers import (
+    SESSION,
+    arrive,
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    call,
+    commit,
+    counter,
+    policy,
+    reduce,
+    run,
+    total,
+)
 
 OUT = "def handler(request):\n    return render(request, 'page.html', context)\n" * 40  # ~2.9k chars
 
@@ -207,13 +220,11 @@ def test_parallel_results_are_cleared_one_by_one_and_stay_paired():
 
 
 def test_hooks_given_as_a_dict_are_checked_for_typos():
-    import pytest
     with pytest.raises(TypeError, match="unknown reduction hook"):
         reduce(run(rounds=2, output=OUT), clearing(), hooks={"rewriter": lambda c, r: None})
 
 
 def test_clearing_due_is_a_cheap_check_of_the_thresholds():
-    from compaction.reduction.pipeline import clearing_due
     pol = clearing(trigger_tokens=5000, trigger_fraction=0.5)
     assert not clearing_due(pol, 4000, 100_000)
     assert clearing_due(pol, 5001, 100_000)

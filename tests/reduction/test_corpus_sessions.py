@@ -5,10 +5,18 @@ import pytest
 from compaction.context import check_tool_pairs
 from compaction.messages import load_session_file
 from compaction.reduction.pipeline import before_call
-
 from tests.corpus import corpus_files, load
-from .helpers import (SESSION, arrive, assert_every_reduction_loads_exactly, assert_replay_exact, commit, counter,
-                      policy, total)
+
+from .helpers import (
+    SESSION,
+    arrive,
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    commit,
+    counter,
+    policy,
+    total,
+)
 
 FILES = [p.name for p in corpus_files()]
 

@@ -1,13 +1,23 @@
 """Rewrite and post-process hooks, per-tool handlers, and the keep / exclude / force-clean lists."""
 import json
 
+from compaction import archive_tools
 from compaction.archive import MemoryArchive
 from compaction.context import check_tool_pairs
 from compaction.messages import Provenance
 from compaction.reduction.hooks import ReductionHooks, Replacement
 
-from .helpers import (arrive, assert_every_reduction_loads_exactly, assert_replay_exact, call, commit, policy, reduce,
-                      run, tool_round)
+from .helpers import (
+    arrive,
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    call,
+    commit,
+    policy,
+    reduce,
+    run,
+    tool_round,
+)
 
 OUT = "Traceback (most recent call last):\n  File \"app.py\", line 3\nKeyError: 'user'\n" * 25
 
@@ -50,9 +60,8 @@ def test_the_rewrite_hook_collapses_a_file_write_into_a_one_line_reminder():
     assert len(removed) == 6 and all(row["tokens_after"] == 0 for row in removed)
     assert_replay_exact(archive, r.messages, raws)
     # the removed originals can still be read back, by message id or tool_call_id
-    from compaction import recovery
-    assert recovery.load(archive, "s1", "w1")["content"] == raws[4]["content"]
-    assert json.loads(recovery.load(archive, "s1", "w1", field="arguments")["content"])["path"] == "src/mod1.py"
+    assert archive_tools.load(archive, "s1", "w1")["content"] == raws[4]["content"]
+    assert json.loads(archive_tools.load(archive, "s1", "w1", field="arguments")["content"])["path"] == "src/mod1.py"
 
 
 def test_a_rewrite_that_breaks_tool_pairing_is_ignored_with_a_warning():

@@ -5,9 +5,16 @@ from compaction.context import check_tool_pairs
 from compaction.messages import wrap_originals
 from compaction.reduction.config import trpc_reduction
 from compaction.reduction.passes import recent_start
-
 from tests.corpus import session
-from .helpers import (assert_every_reduction_loads_exactly, assert_replay_exact, commit, policy, reduce, tool_round)
+
+from .helpers import (
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    commit,
+    policy,
+    reduce,
+    tool_round,
+)
 
 LARGE = "2024-05-01T10:00:00 INFO worker heartbeat ok queue=default depth=0\n" * 80  # ~1.4k tokens
 SMALL = "done"

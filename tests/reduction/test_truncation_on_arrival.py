@@ -2,14 +2,22 @@
 import json
 import re
 
-from compaction import recovery
+from compaction import archive_tools
 from compaction.archive import MemoryArchive
 from compaction.messages import wrap_originals
-
-from tests.corpus import session
-from .helpers import (SESSION, arrive, assert_every_reduction_loads_exactly, assert_replay_exact, commit, counter,
-                      policy, run)
 from compaction.reduction.pipeline import on_append
+from tests.corpus import session
+
+from .helpers import (
+    SESSION,
+    arrive,
+    assert_every_reduction_loads_exactly,
+    assert_replay_exact,
+    commit,
+    counter,
+    policy,
+    run,
+)
 
 BIG = "".join(f"line {i:06d} of the build log\n" for i in range(4000))  # ~112k chars
 
@@ -103,7 +111,7 @@ def test_images_in_a_tool_result_are_counted_and_offloaded_when_oversized():
     assert [p["type"] for p in parts] == ["text", "text"]
     assert "Image 1 of this result" in parts[1]["text"] and "image/png" in parts[1]["text"]
     original_url = raws[2]["content"][1]["image_url"]["url"]
-    got = recovery.load(archive, SESSION, tool.reduction["archive_ref"], part=1)
+    got = archive_tools.load(archive, SESSION, tool.reduction["archive_ref"], part=1)
     assert got["content"] == original_url and got["parts"][1] == {"index": 1, "type": "image_url", "chars": len(original_url)}
     assert_replay_exact(archive, live, raws)
 
@@ -133,7 +141,7 @@ def test_the_load_call_printed_in_the_notice_works_as_written():
     call = re.search(r"session_load\((.*?)\)", tool.raw["content"]).group(1)
     args = dict(re.findall(r'(\w+)=("[^"]*"|\d+)', call))
     args = {k: json.loads(v) for k, v in args.items()}
-    reply = json.loads(recovery.handle_tool_call(archive, SESSION, "session_load", json.dumps(args)))
+    reply = json.loads(archive_tools.handle_tool_call(archive, SESSION, "session_load", json.dumps(args)))
     assert reply["content"] == BIG[: args["limit"]] and reply["total_chars"] == len(BIG)
     assert reply["next_offset"] == args["limit"]
 

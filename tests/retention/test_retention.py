@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 
 from compaction.messages import wrap_originals
-from compaction.retention import KINDS, MISSING_LIMIT, Identifiers, compression, extract_identifiers, retention
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from compaction.retention import (
+    KINDS,
+    MISSING_LIMIT,
+    Identifiers,
+    compression,
+    extract_identifiers,
+    retention,
+)
+from tests.corpus import CORPUS_DIR as CORPUS
 
 
 def user(text):

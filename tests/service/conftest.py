@@ -16,12 +16,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlparse
 
 import pytest
+import redis
 from django.db import connection
 
+from dashboard.brokers import filesystem_transport_options
+from dashboard.celery import app, use_broker
+from dashboard.services import keys
+from dashboard.services.keys import create_api_key, get_or_create_project
 from tests.service.helpers import chat
+from tests.support.llm_server import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/3")
@@ -39,8 +45,6 @@ def _reachable(host: str, port: int) -> bool:
 
 
 def require_redis() -> None:
-    from urllib.parse import urlparse
-
     u = urlparse(REDIS_URL)
     if not _reachable(u.hostname or "127.0.0.1", u.port or 6379):
         msg = f"Redis is not reachable at {REDIS_URL}"
@@ -54,8 +58,6 @@ def require_redis() -> None:
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
     """Runs execute inline unless a test starts a worker; no recovery thread in tests."""
-    from dashboard.celery import app
-    from dashboard.services import keys
 
     # With a settings namespace, Celery reads CELERY_* keys first: set those.
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
@@ -68,8 +70,6 @@ def _eager_celery(settings):
 
 
 def _use_broker(url: str, transport_options: dict) -> None:
-    from dashboard.celery import use_broker
-
     use_broker(url, transport_options)
 
 
@@ -116,8 +116,6 @@ class Api:
 
 @pytest.fixture
 def project(db):
-    from dashboard.services.keys import create_api_key, get_or_create_project
-
     p, _ = get_or_create_project("acme")
     _row, key = create_api_key(p, "tests")
     p.test_key = key
@@ -126,8 +124,6 @@ def project(db):
 
 @pytest.fixture
 def other_project(db):
-    from dashboard.services.keys import create_api_key, get_or_create_project
-
     p, _ = get_or_create_project("globex")
     _row, key = create_api_key(p, "tests")
     p.test_key = key
@@ -158,11 +154,25 @@ def small_session(api):
 
 # -- a scripted LLM over HTTP ------------------------------------------------------------------
 
-@pytest.fixture
-def llm_server():
-    from tests.support.llm_server import ScriptedLLMServer
+SCRIPTED_CONNECTION = "scripted"
 
+
+def scripted_connection(server) -> dict:
+    """The operator's connection to the scripted server (a loopback address, so private
+    networks are allowed), with the test key in CS_TEST_LLM_KEY."""
+    return {"name": SCRIPTED_CONNECTION, "models": ["openai/*"], "api_base": server.api_base,
+            "api_key_env": "CS_TEST_LLM_KEY", "allow_private_network": True}
+
+
+@pytest.fixture
+def llm_server(settings, monkeypatch):
+    """A scripted OpenAI-compatible server, declared by the operator as the model
+    connection "scripted" (in this process's settings and in the environment that worker
+    processes started by the test inherit)."""
     with ScriptedLLMServer() as server:
+        declared = [scripted_connection(server)]
+        settings.COMPACTION_CONNECTIONS = declared
+        monkeypatch.setenv("COMPACTION_CONNECTIONS", json.dumps(declared))
         yield server
 
 
@@ -189,7 +199,7 @@ class Worker:
         self.cmd, self.env, self.log = cmd, env, log
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 90) -> "Worker":
+    def start(self, timeout: float = 90) -> Worker:
         self._fh = open(self.log, "ab")
         self.proc = subprocess.Popen(self.cmd, env=self.env, cwd=REPO, stdout=self._fh, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -246,14 +256,11 @@ def start_worker(transactional_db, tmp_path, request):
         if "broker" not in state:
             if broker == "redis":
                 require_redis()
-                import redis
 
                 redis.Redis.from_url(REDIS_URL).flushdb()
                 url, opts = REDIS_URL, {"visibility_timeout": 3600, "polling_interval": 0.1}
                 broker_env = {"CELERY_BROKER_URL": REDIS_URL}
             else:
-                from dashboard.brokers import filesystem_transport_options
-
                 bdir = tmp_path / "broker"
                 url, opts = "filesystem://", filesystem_transport_options(bdir)
                 broker_env = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
@@ -284,7 +291,6 @@ def start_worker(transactional_db, tmp_path, request):
     yield start
     for w in workers:
         w.stop()
-    from dashboard.celery import app
 
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
     if request.node.rep_call_failed if hasattr(request.node, "rep_call_failed") else False:

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from compaction import get_preset
 from tests.corpus import corpus_files
 
 
@@ -33,12 +34,11 @@ def corpus_session(prefix: str) -> dict | None:
 
 
 def llm_policy(server, **summarizer) -> dict:
-    """Default preset with the summarizer pointed at the scripted server, no retries."""
-    from compaction import get_preset
-
+    """Default preset with the summarizer on the scripted server, no retries. ``server`` is
+    the ``llm_server`` fixture's, which the operator declared as the connection "scripted"."""
+    assert server.api_base, "the scripted server is not started"
     data = get_preset("default").to_json()
-    data["summarizer"].update({"model": "openai/scripted", "api_base": server.api_base,
-                               "api_key_env": "CS_TEST_LLM_KEY", "timeout_seconds": 60,
+    data["summarizer"].update({"model": "openai/scripted", "connection": "scripted", "timeout_seconds": 60,
                                "retry": {"max_retries": 0, "backoff_base": 0, "backoff_cap": 0, "jitter": 0}})
     data["summarizer"].update(summarizer)
     return data

@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from dashboard.api import api as ninja_api
-from dashboard.models import ApiKey, Policy, Project, Session
+from dashboard.models import ApiKey, Project, Session, StoredPolicy
+from dashboard.services.keys import revoke_api_key
 from tests.service.helpers import chat
 
 BODIES = {
@@ -55,8 +56,6 @@ def test_every_route_but_the_docs_needs_a_key(api, world):
 
 def test_a_wrong_or_revoked_key_gets_401(api, project):
     assert api.get("/api/sessions", key="cs_not-a-real-key").status_code == 401
-    from dashboard.services.keys import revoke_api_key
-
     revoke_api_key(ApiKey.objects.get(project=project))
     assert api.get("/api/sessions").status_code == 401
 
@@ -76,7 +75,7 @@ def test_another_projects_key_gets_404_on_every_route_that_names_an_object(api, 
     # and nothing of acme changed
     assert Session.objects.filter(pk=world["session_id"]).exists()
     assert Session.objects.get(pk=world["session_id"]).message_count == 33
-    assert Policy.objects.get(pk=world["policy_id"]).description != "changed"
+    assert StoredPolicy.objects.get(pk=world["policy_id"]).description != "changed"
 
 
 def test_another_projects_lists_are_empty_and_its_writes_stay_in_its_project(api, world, other_project):

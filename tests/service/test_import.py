@@ -6,8 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from dashboard.models import ArchiveEntry, Message, Session
-
+from dashboard.models import Session, StoredArchiveEntry, StoredMessage
 from tests.service.helpers import chat, corpus_session
 
 ANTHROPIC = {
@@ -99,7 +98,7 @@ def test_an_invalid_session_writes_nothing_and_the_error_names_the_index_and_fau
     body = r.json()
     assert "message 5" in body["detail"] and "orphan" in body["detail"]
     assert body["index"] == 5 and body["fault"] == "orphan_tool_result"
-    assert Session.objects.count() == 0 and Message.objects.count() == 0
+    assert Session.objects.count() == 0 and StoredMessage.objects.count() == 0
 
 
 def test_a_jsonl_error_names_the_line(api):
@@ -195,4 +194,4 @@ def test_a_corpus_session_imports_and_its_context_equals_its_history(api):
     sid = r.json()["session"]["id"]
     ctx = api.get(f"/api/sessions/{sid}/context").json()
     assert ctx["messages"] == data["messages"]
-    assert ArchiveEntry.objects.count() == 0
+    assert StoredArchiveEntry.objects.count() == 0

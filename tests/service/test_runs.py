@@ -1,8 +1,16 @@
 """Compaction runs executed inline (the worker-process tests are in test_worker.py)."""
 from __future__ import annotations
 
-from dashboard.models import ArchiveEntry, CompactionRun, Session, SessionContext
+from datetime import timedelta
+
+from django.utils import timezone
+
+from compaction import Compactor, Policy, get_preset
+from compaction.messages import Message
+from dashboard.models import CompactionRun, Session, SessionContext, StoredArchiveEntry
 from dashboard.services import runs as run_service
+from dashboard.services.archive import BufferedArchive
+from dashboard.services.common import counter_for
 from tests.service.helpers import chat, llm_policy
 from tests.support.llm_server import error, ok
 
@@ -70,7 +78,7 @@ def test_running_a_finished_run_again_does_nothing(api, small_session):
     assert run_service.execute(ref["run_id"]) == "done"
     assert run_service.execute(ref["run_id"]) == "done"
     assert SessionContext.objects.get(session=session).version == version
-    assert ArchiveEntry.objects.filter(run_id=ref["run_id"]).count() == len(api.get(ref["status_url"]).json()["archive_refs"])
+    assert StoredArchiveEntry.objects.filter(run_id=ref["run_id"]).count() == len(api.get(ref["status_url"]).json()["archive_refs"])
     assert Session.objects.get(pk=session.pk).compaction_count == 1
 
 
@@ -85,8 +93,6 @@ def test_a_duplicate_task_for_a_run_that_is_executing_elsewhere_does_nothing(api
 
 
 def llm_policy_stub() -> dict:
-    from compaction import get_preset
-
     return get_preset("default").to_json()
 
 
@@ -111,12 +117,6 @@ def test_messages_appended_while_a_run_executes_stay_after_the_compacted_prefix(
     late = [{"role": "user", "content": "late question"}, {"role": "assistant", "content": "late answer"}]
     assert api.post(f"/api/sessions/{sid}/messages", {"messages": late, "auto_compact": False}).status_code == 201
     # finish the run as the worker would, from the snapshot it claimed
-    from compaction import Compactor, Policy
-
-    from dashboard.services.archive import BufferedArchive
-    from dashboard.services.common import counter_for
-    from compaction.messages import Message
-
     policy = Policy.load(c.run.policy_snapshot)
     archive = BufferedArchive()
     outcome = Compactor(policy, archive=archive, session_id=str(sid)).compact(
@@ -142,7 +142,7 @@ def test_an_llm_failure_leaves_the_session_unchanged_and_the_run_records_the_cau
     assert "overloaded" in run["error"] or "500" in run["error"]
     assert run["attempts"] and len(llm_server.requests) == 1
     assert api.get(f"/api/sessions/{sid}/context").json() == before
-    assert ArchiveEntry.objects.count() == 0
+    assert StoredArchiveEntry.objects.count() == 0
     detail = api.get(f"/api/sessions/{sid}").json()
     assert detail["compaction_count"] == 0 and detail["active_run_id"] is None
 
@@ -184,10 +184,6 @@ def test_a_second_forced_run_folds_the_previous_summary(api):
 
 
 def _stale(run_id: int) -> None:
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     CompactionRun.objects.filter(pk=run_id).update(heartbeat_at=timezone.now() - timedelta(minutes=10))
 
 

@@ -11,10 +11,19 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hsettings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (content_type_conformance, negative_data_rejection,
-                                                response_headers_conformance, response_schema_conformance,
-                                                status_code_conformance)
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
+from dashboard.api import api as ninja_api
+from dashboard.services import runs, sessions
+from dashboard.services.policies import build_policy, create_policy
+from dashboard.services.sessions import convert_payload
+from dashboard.wsgi import application
 from tests.service.helpers import chat
 
 EXAMPLES_PER_OPERATION = 50
@@ -23,11 +32,6 @@ CALLS: dict[str, int] = {}
 
 @pytest.fixture
 def api_schema(db, project, django_capture_on_commit_callbacks):
-    from dashboard.services import runs, sessions
-    from dashboard.services.policies import build_policy, create_policy
-    from dashboard.services.sessions import convert_payload
-    from dashboard.wsgi import application
-
     # Something for the generated ids to find: a session with a finished run, archive
     # entries and a policy.
     with django_capture_on_commit_callbacks(execute=True):
@@ -68,9 +72,7 @@ def test_generated_requests_get_no_server_error_and_responses_match_the_schema(c
 
 
 def test_the_generated_run_covered_every_operation_with_at_least_1000_cases():
-    from dashboard.api import api
-
-    operations = {f"{m.upper()} {p}" for p, ops in api.get_openapi_schema()["paths"].items() for m in ops}
+    operations = {f"{m.upper()} {p}" for p, ops in ninja_api.get_openapi_schema()["paths"].items() for m in ops}
     if set(CALLS) != operations:
         pytest.skip("run the whole module to count the generated cases")
     total = sum(CALLS.values())

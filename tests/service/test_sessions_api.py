@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 from compaction import get_preset
-from compaction.messages import Message as EngineMessage
+from compaction.messages import Message
 from compaction.tokens import MessageCounter, make_counter
-
-from dashboard.models import ArchiveEntry, CompactionRun, Message, Session
+from dashboard.models import CompactionRun, Session, StoredArchiveEntry, StoredMessage
 from tests.service.helpers import chat
 
 
@@ -27,13 +26,13 @@ def test_appending_updates_the_totals_by_the_new_messages_tokens(api, small_sess
     body = r.json()
     assert body["appended"] == 3 and body["positions"] == [33, 34, 35] and body["message_count"] == 36
     counter = MessageCounter(make_counter("tiktoken", model=None))
-    added = sum(counter.count(EngineMessage(m, "x")).total for m in new)
+    added = sum(counter.count(Message(m, "x")).total for m in new)
     assert body["context"]["tokens"]["total"] == small_session["context_tokens"] + added
     assert body["trigger"]["fired"] is False and body["compaction"] is None
     detail = api.get(f"/api/sessions/{sid}").json()
     assert detail["history_tokens"] == small_session["history_tokens"] + added
-    stored = Message.objects.get(session_id=sid, position=35)
-    assert stored.tokens == counter.count(EngineMessage(new[2], "x")).total and len(stored.content_hash) == 64
+    stored = StoredMessage.objects.get(session_id=sid, position=35)
+    assert stored.tokens == counter.count(Message(new[2], "x")).total and len(stored.content_hash) == 64
 
 
 def test_an_append_that_crosses_the_trigger_queues_an_auto_run_and_says_so(api, project):
@@ -59,7 +58,7 @@ def test_an_invalid_append_writes_nothing_and_names_the_message(api, small_sessi
     assert r.status_code == 422
     assert "messages[1]" in r.json()["detail"] and "already answered" in r.json()["detail"]
     assert Session.objects.get(pk=sid).message_count == small_session["message_count"]
-    assert Message.objects.filter(session_id=sid).count() == small_session["message_count"]
+    assert StoredMessage.objects.filter(session_id=sid).count() == small_session["message_count"]
 
 
 def test_a_result_for_a_call_made_in_an_earlier_append_is_accepted(api, small_session):
@@ -123,12 +122,12 @@ def test_the_session_detail_shows_window_trigger_and_totals(api, small_session):
 def test_deleting_a_session_removes_history_runs_and_archive(api, small_session):
     sid = small_session["id"]
     api.post(f"/api/sessions/{sid}/compactions", {})
-    assert ArchiveEntry.objects.filter(session_id=sid).exists()
+    assert StoredArchiveEntry.objects.filter(session_id=sid).exists()
     assert api.delete(f"/api/sessions/{sid}").status_code == 204
     assert api.get(f"/api/sessions/{sid}").status_code == 404
-    assert not Message.objects.filter(session_id=sid).exists()
+    assert not StoredMessage.objects.filter(session_id=sid).exists()
     assert not CompactionRun.objects.filter(session_id=sid).exists()
-    assert not ArchiveEntry.objects.filter(session_id=sid).exists()
+    assert not StoredArchiveEntry.objects.filter(session_id=sid).exists()
     assert api.delete(f"/api/sessions/{sid}").status_code == 404
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from compaction import simulate
-
 from dashboard.models import CompactionRun
 from tests.service.helpers import chat
 

@@ -6,8 +6,17 @@ import threading
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from dashboard.models import ArchiveEntry, CompactionRun, Message, RunEvent, Session, SessionContext
+from dashboard.models import (
+    CompactionRun,
+    RunEvent,
+    Session,
+    SessionContext,
+    StoredArchiveEntry,
+    StoredMessage,
+)
+from dashboard.services.runs import request_run
 from tests.service.helpers import chat, llm_policy, wait_for
 from tests.support.llm_server import ok, slow
 
@@ -60,8 +69,6 @@ def test_concurrent_appends_while_forced_runs_execute_lose_and_reorder_nothing(s
     errors: list[str] = []
 
     def appender(t: int) -> None:
-        from django.test import Client
-
         c = Client()
         try:
             for i in range(per_thread):
@@ -79,9 +86,10 @@ def test_concurrent_appends_while_forced_runs_execute_lose_and_reorder_nothing(s
         th.start()
     run_ids = []
     for k in range(5):
-        r = live_api.post(f"/api/sessions/{sid}/compactions", {"policy": policy, "reason": f"force {k}"})
-        assert r.status_code == 202
-        run_ids.append(r.json()["run_id"])
+        # Several runs queued on one session at once (a forced run pending would absorb
+        # another force through the API, so they are requested from the service).
+        run = request_run(Session.objects.get(pk=sid), policy=policy, reason=f"run {k}")
+        run_ids.append(run.pk)
         threads[k % threads_n].join(timeout=0.3)
     for th in threads:
         th.join()
@@ -98,7 +106,7 @@ def test_concurrent_appends_while_forced_runs_execute_lose_and_reorder_nothing(s
         end = next(e.created_at for e in events if e.kind in ("succeeded", "skipped", "failed"))
         spans.append((start, end, r.pk))
     spans.sort()
-    for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
+    for (_s1, e1, a), (s2, _e2, b) in zip(spans, spans[1:]):
         assert s2 >= e1, f"runs {a} and {b} overlapped"
     assert [rid for _, _, rid in spans] == sorted(run_ids)  # and they ran in the order they were asked for
 
@@ -106,7 +114,7 @@ def test_concurrent_appends_while_forced_runs_execute_lose_and_reorder_nothing(s
     total = initial + threads_n * per_thread * 2
     session = Session.objects.get(pk=sid)
     assert session.message_count == total
-    positions = list(Message.objects.filter(session_id=sid).order_by("position").values_list("position", "raw"))
+    positions = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("position", "raw"))
     assert [p for p, _ in positions] == list(range(total))
     for t in range(threads_n):
         mine = [raw["content"] for _, raw in positions if str(raw.get("content", "")).startswith(f"thread {t} ")]
@@ -146,6 +154,6 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_completes_exactly_once(
     summaries = [m for m in ctx["messages"] if "AFTER RESTART" in str(m.get("content"))]
     assert len(summaries) == 1 and not any("NEVER" in str(m.get("content")) for m in ctx["messages"])
     assert ctx["compactions"] == 1
-    assert sorted(ArchiveEntry.objects.filter(session_id=sid).values_list("entry_id", flat=True)) == sorted(
+    assert sorted(StoredArchiveEntry.objects.filter(session_id=sid).values_list("entry_id", flat=True)) == sorted(
         run.archive_refs)
     assert live_api.get(f"/api/sessions/{sid}/archive/replay").json()["matches_history"] is True

@@ -13,11 +13,12 @@ for _path in (_ROOT, Path(__file__).resolve().parent):  # the root, and this dir
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from summarizer_spans import small_coding_span  # noqa: E402
+
+from compaction.messages import Message  # noqa: E402
 from compaction.policy import SummarizerPolicy  # noqa: E402
 from compaction.tokens import MessageCounter, make_counter  # noqa: E402
 from tests.support.llm_server import llm_server  # noqa: E402,F401  (fixture)
-
-from summarizer_spans import small_coding_span  # noqa: E402
 
 KEY_ENV = "SCRIPTED_LLM_API_KEY"
 

@@ -2,11 +2,10 @@
 this directory is on sys.path while its tests run)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from compaction.messages import Message, Provenance, original_id
+from tests.corpus import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+CORPUS = CORPUS_DIR  # the shared corpus; the CORPUS_DIR environment variable moves it
 
 
 def make_span(raws: list[dict], provenances: dict[int, Provenance] | None = None) -> list[Message]:

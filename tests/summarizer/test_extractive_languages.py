@@ -1,6 +1,6 @@
 """The offline summary speaks the policy's language and reads its own earlier summaries back."""
 from compaction import CompactionSession, Policy
-from compaction.summarizer.extractive import _parse_previous, summarize_text
+from compaction.summarizer.extractive import parse_previous, summarize_text
 from tests.corpus import session
 
 TRANSCRIPT = ("[user]: Fix the failing test in src/app.py. Do not change the public API.\n\n"
@@ -21,7 +21,7 @@ def test_chinese_headings_and_label_when_the_language_is_chinese():
 
 def test_a_chinese_summary_is_folded_into_the_next_one_without_losing_the_task():
     first = summarize_text(TRANSCRIPT, None, 200, "zh")
-    sections, ours = _parse_previous(first)
+    sections, ours = parse_previous(first)
     assert ours and any(t.startswith("Task:") for t in sections["User requests"])
     second = summarize_text("[assistant]: Tests pass now.", first, 200, "zh")
     assert second.count("任务：") == 1 and "Fix the failing test" in second

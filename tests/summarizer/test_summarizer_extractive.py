@@ -4,15 +4,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from summarizer_spans import CORPUS, make_span
 
 from compaction import _env
 from compaction.errors import SummaryError
 from compaction.messages import wrap_originals
 from compaction.policy import SummarizerPolicy
-from compaction.summarizer import EXTRACTIVE_MODEL, build_prompt_messages, render_conversation, summarize
-from compaction.summarizer.extractive import LABEL, count_words, summarize_text
-
-from summarizer_spans import CORPUS, make_span
+from compaction.summarizer import (
+    EXTRACTIVE_MODEL,
+    build_prompt_messages,
+    render_conversation,
+    summarize,
+)
+from compaction.summarizer.extractive import LABEL, count_words, register, summarize_text
 
 DJANGO = "minipr__deepseek_bench1__django__django-11099.json"
 
@@ -162,8 +166,6 @@ def test_a_megabyte_transcript_is_summarized_within_budget(counter):
 
 
 def test_the_extractive_provider_answers_through_litellm_completion():
-    from compaction.summarizer.extractive import register
-
     litellm = _env.litellm()
     register(litellm)
     register(litellm)  # registering twice is harmless

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import re
 
+from summarizer_spans import make_span
+
 from compaction.policy import SummarizerPolicy
 from compaction.summarizer import input_budget, summarize
 from compaction.tokens import MESSAGE_OVERHEAD
 from tests.support.llm_server import ok
-
-from summarizer_spans import make_span
 
 MARKER = re.compile(r"\[\.\.\. [\d,]+ characters clipped \.\.\.\]")
 

@@ -7,7 +7,12 @@ import pytest
 
 from compaction.errors import PolicyError
 from compaction.policy import Policy, SummarizerPolicy
-from compaction.summarizer import build_prompt_messages, render_conversation, strip_thinking, summarize
+from compaction.summarizer import (
+    build_prompt_messages,
+    render_conversation,
+    strip_thinking,
+    summarize,
+)
 from tests.support.llm_server import ok
 
 SUMMARY = "Goal: fix tests/test_api.py."

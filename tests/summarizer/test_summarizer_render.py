@@ -1,10 +1,10 @@
 """The transcript the summarizer reads."""
 from __future__ import annotations
 
+from summarizer_spans import make_span
+
 from compaction.messages import Provenance
 from compaction.summarizer import render_conversation
-
-from summarizer_spans import make_span
 
 TINY_PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
             "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")

@@ -26,9 +26,10 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -210,7 +211,7 @@ class ScriptedLLMServer:
         self._state = _State()
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> "ScriptedLLMServer":
+    def start(self) -> ScriptedLLMServer:
         httpd = ThreadingHTTPServer((self._host, self._port), _Handler)
         httpd.daemon_threads = True
         httpd.block_on_close = False  # a handler sleeping in slow() must not hold up stop()
@@ -230,7 +231,7 @@ class ScriptedLLMServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "ScriptedLLMServer":
+    def __enter__(self) -> ScriptedLLMServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -249,7 +250,7 @@ class ScriptedLLMServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     # -- scripting -----------------------------------------------------------------
-    def script(self, *behaviours: Behaviour, model: str | None = None) -> "ScriptedLLMServer":
+    def script(self, *behaviours: Behaviour, model: str | None = None) -> ScriptedLLMServer:
         """Queue behaviours, for any model or only for requests naming ``model``
         (the name as sent on the wire, i.e. without litellm's ``openai/`` prefix)."""
         with self._state.lock:

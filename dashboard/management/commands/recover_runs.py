@@ -2,7 +2,7 @@
 RUN_RECOVERY_INTERVAL seconds; this is for operators)."""
 from django.core.management.base import BaseCommand
 
-from dashboard.services.recovery import recover_once
+from dashboard.services.runs import recover_once
 
 
 class Command(BaseCommand):

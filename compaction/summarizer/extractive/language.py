@@ -1,0 +1,66 @@
+"""The summary's language: headings, label and line prefixes, and reading them back.
+
+The summary is built with English headings and prefixes (the keys of the
+``EXTRACTIVE`` locale section) and translated only when rendered. A previous
+extractive summary, in any language the locales know, is read back into English
+sections through the reverse tables, so its items can be merged with new ones.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from ...locales import available, has, section
+from .sections import TITLES
+
+LABEL = "Extractive summary (no LLM)"   # the English label; each locale file has its own
+Prefix = Literal["Task:", "Latest request:", "Request:", "Constraint:"]
+PREFIXES: tuple[Prefix, ...] = ("Task:", "Latest request:", "Request:", "Constraint:")
+
+
+def words_of(language: str) -> dict[str, str]:
+    """The ``EXTRACTIVE`` locale texts of ``language`` (English when there is no such locale)."""
+    return section("EXTRACTIVE", language if has(language) else "en")
+
+
+def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
+    """(labels of every language, local heading -> English title, local prefix -> English prefix)."""
+    labels: list[str] = []
+    headings: dict[str, str] = {}
+    prefixes: dict[str, str] = {}
+    for lang in available():
+        words = words_of(lang)
+        labels.append(words["label"])
+        headings.update({words[t]: t for t in TITLES})
+        prefixes.update({words[p]: p for p in PREFIXES})
+    return tuple(labels), headings, prefixes
+
+
+def localize_line(text: str, words: dict[str, str]) -> str:
+    """An item line with its English prefix ("Task:"...) in the language of ``words``."""
+    for p in PREFIXES:
+        if text.startswith(p):
+            return words[p] + (" " if words[p].endswith(":") else "") + text[len(p):].lstrip()
+    return text
+
+
+def parse_previous(previous: str) -> tuple[dict[str, list[str]], bool]:
+    """Sections of a previous extractive summary ({English title: [bullet texts]}) and True;
+    ``({}, False)`` when the previous summary is not an extractive one (prose from an LLM)."""
+    labels, headings, prefixes = _reverse_tables()
+    if not previous.lstrip().startswith(labels):
+        return {}, False
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in previous.splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+            current = headings.get(title, title)
+            sections.setdefault(current, [])
+        elif current and line.startswith("- "):
+            item = line[2:].strip()
+            for local, english in prefixes.items():
+                if item.startswith(local) and local != english:
+                    item = english + " " + item[len(local):].lstrip()
+                    break
+            sections[current].append(item)
+    return sections, True

@@ -1,0 +1,42 @@
+"""The extractive summary of a rendered transcript: read it, build the sections, fit
+them to the word budget, render them in the policy's language."""
+from __future__ import annotations
+
+from .budget import fit, render, word_budget
+from .language import parse_previous, words_of
+from .sections import build_sections
+from .transcript import parse_transcript
+from .words import count_words, truncate_words
+
+_MIN_ROOM = 8   # with no more words than this after the header line, the header alone is the summary
+
+
+def summarize_text(conversation: str, previous_summary: str | None = None, max_words: int | None = None,
+                   language: str = "en") -> str:
+    """The extractive summary of a rendered transcript (see :mod:`compaction.summarizer.extractive`)."""
+    budget = word_budget(max_words, conversation, previous_summary)
+    events = parse_transcript(conversation)
+    previous, ours = parse_previous(previous_summary) if previous_summary else ({}, False)
+    sections = build_sections(events, previous_summary, previous if ours else None)
+
+    n_user = sum(1 for e in events if e.kind == "user")
+    n_agent = sum(1 for e in events if e.kind == "assistant")
+    n_calls = sum(1 for e in events if e.kind == "call")
+
+    def header_in(lang: str) -> str:
+        words = words_of(lang)
+        h = f"{words['label']}: " + words["counts"].format(users=n_user, agents=n_agent, calls=n_calls)
+        return h + (words["folded"] if previous_summary else "") + "."
+
+    # The budget arithmetic runs on the English rendering (a CJK heading would count one
+    # "word" per character); the chosen items are then rendered in the policy's language.
+    header = header_in("en")
+    room = budget - count_words(header)
+    if room <= _MIN_ROOM:
+        return truncate_words(header_in(language), budget)
+    chosen = fit(sections, room)
+    text = render(header, chosen)
+    # Safety net: the heading/bullet arithmetic is exact, but never exceed the budget.
+    if count_words(text) > budget:
+        return truncate_words(text, budget)
+    return text if language == "en" else render(header_in(language), chosen, language)

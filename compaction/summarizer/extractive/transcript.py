@@ -1,0 +1,100 @@
+"""The span as the summarizer read it: who said what, which tool was called, what came back.
+
+The transcript is read in the format of :mod:`compaction.summarizer.render`
+(``[user]: ...``, ``[Called tool: name with args: ...]``, ``[name returned: ...]``).
+Each result is paired with the call it answers, and the detectors of :mod:`.signals`
+run at most once per event.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .signals import changed_paths, exception_lines, outcome_of
+
+EventKind = Literal["user", "assistant", "system", "call", "result"]
+
+_HEADER = re.compile(
+    r"^\[(?P<role>user|assistant|system|developer)\]: "
+    # a call starts a line, or directly follows "[assistant]: " when the message has no text
+    r"|(?:^|(?<=^\[assistant\]: ))\[Called tool: (?P<call>[^\s\[\]]+) with args: "
+    r"|^\[(?P<tool>[^\[\]\n]{1,100}?) returned: ",
+    re.MULTILINE)
+_ROLES: dict[str, EventKind] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+# Cheap tests that tell whether a result can hold an exception line at all.
+_ERROR_HINTS = ("Error", "Exception", "Traceback", "Configured", "E ")
+
+
+@dataclass
+class Event:
+    kind: EventKind
+    text: str
+    order: int
+    name: str | None = None
+    call: Event | None = None      # for results: the call they answer
+    result: Event | None = None    # for calls: their result
+    _changes: tuple[bool, list[str]] | None = field(default=None, repr=False, compare=False)
+    _outcome: tuple[bool, str] | None = field(default=None, repr=False, compare=False)
+    _exceptions: list[str] | None = field(default=None, repr=False, compare=False)
+
+    def scan_text(self) -> str:
+        """The text to scan; very large results are scanned at both ends only."""
+        t = self.text
+        return t if len(t) <= 400_000 else t[:200_000] + "\n" + t[-200_000:]
+
+    def changes(self) -> tuple[bool, list[str]]:
+        """(does this call change files?, the paths it changes)."""
+        if self._changes is None:
+            self._changes = changed_paths(self.name or "", self.text)
+        return self._changes
+
+    def outcome(self) -> tuple[bool, str]:
+        """(failed?, short outcome text) of this result."""
+        if self._outcome is None:
+            self._outcome = outcome_of(self.scan_text(), self.exceptions())
+        return self._outcome
+
+    def exceptions(self) -> list[str]:
+        """The exception lines of this event's text."""
+        if self._exceptions is None:
+            t = self.scan_text()
+            self._exceptions = exception_lines(t) if any(h in t for h in _ERROR_HINTS) else []
+        return self._exceptions
+
+
+def _strip_bracket(body: str) -> str:
+    body = body.rstrip()
+    return body[:-1] if body.endswith("]") else body
+
+
+def parse_transcript(text: str) -> list[Event]:
+    """The events of a rendered transcript, in order, each result linked to its call."""
+    events: list[Event] = []
+    matches = list(_HEADER.finditer(text))
+    pending: list[Event] = []
+    for j, m in enumerate(matches):
+        end = matches[j + 1].start() if j + 1 < len(matches) else len(text)
+        body = text[m.end():end]
+        order = len(events)
+        if m.group("role"):
+            events.append(Event(_ROLES[m.group("role")], body.strip(), order))
+        elif m.group("call"):
+            ev = Event("call", _strip_bracket(body).strip(), order, name=m.group("call"))
+            events.append(ev)
+            pending.append(ev)
+        else:
+            name = m.group("tool").strip()
+            ev = Event("result", _strip_bracket(body).strip(), order, name=name)
+            # Results answer calls in order; prefer the oldest open call of the same tool.
+            for k, call in enumerate(pending):
+                if call.name == name:
+                    ev.call = pending.pop(k)
+                    break
+            else:
+                if pending:
+                    ev.call = pending.pop(0)
+            if ev.call is not None:
+                ev.call.result = ev
+            events.append(ev)
+    return events

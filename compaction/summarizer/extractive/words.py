@@ -1,0 +1,45 @@
+"""Words as the extractive summary's budget counts them.
+
+A CJK character counts as one word and any other run of non-space characters
+(bullets and headings included) as one, so a budget means about the same amount of
+text in every language.
+"""
+from __future__ import annotations
+
+import re
+
+_CJK = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\u3040-\u30ff\uff00-\uffef"
+_WORD = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
+ELLIPSIS = "…"
+
+
+def count_words(text: str, stop_at: int | None = None) -> int:
+    """Words as the budget counts them: each CJK character, each other non-space run."""
+    n = 0
+    for _ in _WORD.finditer(text):
+        n += 1
+        if stop_at is not None and n >= stop_at:
+            break
+    return n
+
+
+def truncate_words(text: str, limit: int) -> str:
+    """At most ``limit`` words of ``text``; a cut is shown by a trailing ellipsis (one word)."""
+    if limit <= 0:
+        return ""
+    ends: list[int] = []
+    for m in _WORD.finditer(text):
+        ends.append(m.end())
+        if len(ends) > limit:
+            break
+    if len(ends) <= limit:
+        return text
+    if limit == 1:
+        return ELLIPSIS
+    return text[:ends[limit - 2]].rstrip() + " " + ELLIPSIS
+
+
+def squash(text: str, max_words: int = 120) -> str:
+    """One line: whitespace collapsed, at most ``max_words`` words (cheap on huge input)."""
+    head = text[: max_words * 24 + 64]
+    return truncate_words(" ".join(head.split()), max_words)

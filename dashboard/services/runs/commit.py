@@ -1,0 +1,195 @@
+"""Writing a run's outcome: the compacted context (success), or the cause (failed,
+skipped). Each write is one transaction that first checks the run still holds the claim
+of the execution writing it."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.db import transaction
+
+from compaction import Outcome
+from compaction.context import render_messages
+from compaction.messages import Message
+from compaction.tokens import MessageCounter, MessageTokens
+
+from ...models import (
+    CompactionRun,
+    RunEvent,
+    RunStatus,
+    Session,
+    SessionContext,
+    TriggerKind,
+    Unsuccessful,
+)
+from ..archive import BufferedArchive
+from ..branches import BranchOutcome
+from ..common import add_totals, empty_totals, now, with_total
+from ..triggers import check_trigger
+from .request import enqueue_next, request_run
+
+log = logging.getLogger("dashboard.runs")
+
+# What writing an outcome did: the final status written, or nothing because the run or
+# its session is gone (missing) or its claim was taken away meanwhile (lost).
+Written = Literal["succeeded", "failed", "skipped", "missing", "lost"]
+
+NO_REQUEST: tuple[str, str] = ("", "")
+
+
+def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outcome: Outcome,
+           archive: BufferedArchive, counter: MessageCounter, started: float,
+           mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None) -> Written:
+    """Install the compacted prefix, keep what was appended meanwhile, write the archive and
+    the run's results: one transaction, or nothing. ``started``: perf_counter() when the
+    execution began."""
+    with transaction.atomic():
+        held = _lock_claimed(run, token)
+        if isinstance(held, str):
+            if held == "lost":
+                log.warning("run %s: lost its claim before committing; nothing written", run.pk)
+            return held
+        session, locked = held
+        ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
+        current = ctx.load_items()
+        n = len(snapshot)
+        if [i["id"] for i in current[:n]] != [i["id"] for i in snapshot]:
+            # Cannot happen while runs are serialized; refuse rather than lose messages.
+            finish_locked(session, locked, "failed", error=(
+                "the live context changed under the run (another compaction committed); nothing was changed"),
+                error_kind="conflict")
+            return "failed"
+        appended = current[n:]
+        live = _LiveContext.build(outcome, appended, counter, tools_tokens=session.tools_tokens)
+        rows = archive.flush(session, locked.pk)
+
+        ctx.items = json.dumps(live.items, separators=(",", ":"))
+        ctx.rendered = json.dumps(render_messages(live.messages), separators=(",", ":"))
+        ctx.version += 1
+        ctx.save(update_fields=["items", "rendered", "version", "updated_at"])
+
+        stamp = now()
+        _record_compaction(session, live, outcome, ctx.version, stamp)
+
+        locked.mark_succeeded(outcome, finished_at=stamp, duration_ms=int((time.perf_counter() - started) * 1000),
+                              archive_refs=[r.entry_id for r in rows], appended=len(appended),
+                              context_version=ctx.version, mode=mode,
+                              branches=branches.summary() if branches is not None else None)
+        if branches is not None:
+            ctx.branch_summaries = branches.data
+            ctx.save(update_fields=["branch_summaries"])
+        RunEvent.record(locked.pk, "succeeded", {"messages_after": len(live.items), "appended_during_run": len(appended),
+                                                 "archive_refs": locked.archive_refs}, locked.deliveries)
+        enqueue_next(session.pk, locked.pk)
+        if appended:
+            _follow_up(session)
+    return "succeeded"
+
+
+@dataclass
+class _LiveContext:
+    """The live context a successful run installs: the compacted prefix, then the messages
+    appended while it executed."""
+
+    messages: list[Message]
+    items: list[dict[str, Any]]          # SessionContext items (message dicts with token counts)
+    totals: dict[str, int]               # tokens per category, tools and total included
+    since_summary: list[dict[str, Any]]  # items of the originals after the last engine-written message
+
+    @classmethod
+    def build(cls, outcome: Outcome, appended: list[dict[str, Any]], counter: MessageCounter, *,
+              tools_tokens: int) -> _LiveContext:
+        prefix = list(outcome.messages)
+        items = [_item(m, t) for m, t in zip(prefix, counter.count_many(prefix))] + appended
+        messages = prefix + [Message.from_dict(i) for i in appended]
+        totals = empty_totals()
+        for item in items:
+            add_totals(totals, item["tokens"]["by_category"])
+        totals["tools"] = tools_tokens
+        last = max((k for k, m in enumerate(messages) if m.is_engine_written), default=-1)
+        since = [i for m, i in zip(messages[last + 1:], items[last + 1:]) if m.is_original]
+        return cls(messages, items, with_total(totals), since)
+
+
+def _item(msg: Message, tokens: MessageTokens) -> dict[str, Any]:
+    d = msg.to_dict()
+    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category)}
+    return d
+
+
+def _record_compaction(session: Session, live: _LiveContext, outcome: Outcome, version: int, stamp: Any) -> None:
+    """The session's running totals after the commit; frees its run slot."""
+    session.context_tokens = live.totals
+    session.context_total = live.totals["total"]
+    session.context_messages = len(live.items)
+    session.context_version = version
+    if outcome.summarized:
+        session.tokens_since_summary = sum(i["tokens"]["total"] for i in live.since_summary)
+        session.messages_since_summary = len(live.since_summary)
+    session.compaction_count += 1
+    session.last_compacted_at = stamp
+    session.active_run_id = None
+    session.save()
+
+
+def _follow_up(session: Session) -> None:
+    """Messages arrived during the run: if the trigger still fires, queue another auto run."""
+    if CompactionRun.objects.filter(session_id=session.pk, status=RunStatus.QUEUED).exists():
+        return
+    result = check_trigger(session)
+    if result.fired:
+        request_run(session, trigger=TriggerKind.AUTO, force=False, reason=f"after run: {result.reason}")
+
+
+# -- failed, skipped ------------------------------------------------------------------------------
+
+def fail(run: CompactionRun, token: str, error: str, error_kind: str, attempts: list[Any] | None = None) -> Written:
+    return _finish(run, token, "failed", error=error, error_kind=error_kind, attempts=attempts)
+
+
+def skip(run: CompactionRun, token: str, reason: str, trigger: dict[str, Any] | None,
+         mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None) -> Written:
+    return _finish(run, token, "skipped", error=reason, error_kind="skipped", trigger=trigger, mode=mode,
+                   branches=branches)
+
+
+def _lock_claimed(run: CompactionRun, token: str) -> tuple[Session, CompactionRun] | Literal["missing", "lost"]:
+    """Lock the session, then the run (the lock order everywhere), inside the caller's
+    transaction; "missing" when either is gone, "lost" when the claim is no longer ours."""
+    session = Session.objects.select_for_update().filter(pk=run.session_id).first()
+    locked = CompactionRun.objects.select_for_update().filter(pk=run.pk).first()
+    if session is None or locked is None:
+        return "missing"
+    if not locked.holds_claim(token):
+        return "lost"
+    return session, locked
+
+
+def _finish(run: CompactionRun, token: str, status: Unsuccessful, *, error: str, error_kind: str,
+            attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
+            mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None) -> Written:
+    with transaction.atomic():
+        held = _lock_claimed(run, token)
+        if isinstance(held, str):
+            return held
+        session, locked = held
+        if branches is not None:
+            SessionContext.objects.filter(session_id=session.pk).update(branch_summaries=branches.data)
+        finish_locked(session, locked, status, error=error, error_kind=error_kind, attempts=attempts,
+                      trigger=trigger, mode=mode, branches=branches.summary() if branches is not None else None)
+    return status
+
+
+def finish_locked(session: Session, run: CompactionRun, status: Unsuccessful, *, error: str, error_kind: str,
+                  attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
+                  mode: tuple[str, str] | None = None, branches: dict[str, Any] | None = None) -> None:
+    """End a run that did not succeed, free its session's slot and hand the slot on (the
+    caller holds the session and run locks)."""
+    run.mark_finished(status, error=error, error_kind=error_kind, attempts=attempts, trigger=trigger, mode=mode,
+                      branches=branches)
+    session.release_run(run.pk)
+    RunEvent.record(run.pk, status, {"error": error, "error_kind": error_kind}, run.deliveries)
+    enqueue_next(session.pk, run.pk)

@@ -1,0 +1,170 @@
+"""Executing a run: claim it, beat while the engine compacts the snapshot, record the
+engine's events and progress, then write the outcome."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import connection
+
+from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
+from compaction.errors import SummaryError
+from compaction.messages import Message
+
+from ...models import CompactionRun, RunEvent, json_safe
+from .. import branches as branch_service
+from .. import connections
+from ..archive import BufferedArchive
+from ..common import counter_for
+from .claim import Claim, claim
+from .commit import commit, fail, skip
+from .request import RunResult, is_eager
+
+log = logging.getLogger("dashboard.runs")
+
+
+class Heartbeat:
+    """Writes ``heartbeat_at`` every RUN_HEARTBEAT_INTERVAL seconds while a run executes; a run
+    whose heartbeat stops (its worker died) is queued again by the recovery loop."""
+
+    def __init__(self, run_id: int, token: str):
+        self.run_id, self.token = run_id, token
+        self.interval = settings.RUN_HEARTBEAT_INTERVAL
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Heartbeat:
+        # Inline execution (tests, CELERY_TASK_ALWAYS_EAGER): the caller's thread is the only
+        # one executing, so no heartbeat; a second connection could not see its transaction.
+        if self.interval > 0 and not is_eager():
+            self._thread = threading.Thread(target=self._loop, name=f"heartbeat-run-{self.run_id}", daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    CompactionRun.beat(self.run_id, self.token)
+                except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
+                    log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+class Reporter:
+    """Writes engine events as RunEvent rows and progress (step, attempt) on the run."""
+
+    def __init__(self, run_id: int, token: str, delivery: int):
+        self.run_id, self.token, self.delivery = run_id, token, delivery
+        self.attempt = 0
+        self.summary_request: dict[str, Any] | None = None
+
+    def event(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type") or "event")
+        if kind == "summary_request" and "filter_key" not in event:
+            self.summary_request = event
+        try:
+            RunEvent.record(self.run_id, kind, event, self.delivery)
+            if kind == "generate_summary":
+                self.attempt += 1
+                CompactionRun.record_attempt(self.run_id, self.token, self.attempt)
+        except Exception:  # noqa: BLE001 - diagnostics must not break a run
+            log.warning("could not record event of run %s", self.run_id, exc_info=True)
+
+    def progress(self, step: str, detail: dict[str, Any]) -> None:
+        try:
+            CompactionRun.record_progress(self.run_id, self.token, step, detail)
+        except Exception:  # noqa: BLE001
+            log.warning("could not record progress of run %s", self.run_id, exc_info=True)
+
+
+def execute(run_id: int) -> RunResult:
+    """Run a compaction end to end; returns what it came to (for logs and tests)."""
+    c = claim(run_id)
+    run = c.run
+    if c.state != "claimed" or run is None:
+        log.info("run %s not executed: %s", run_id, c.state)
+        return "missing" if c.state == "claimed" else c.state
+    token = c.token
+    heartbeat = Heartbeat(run.pk, token).start()
+    started = time.perf_counter()
+    try:
+        try:
+            policy = connections.resolve(Policy.load(run.policy_snapshot))
+        except PolicyError as exc:
+            return fail(run, token, f"the run's policy is invalid: {exc}", "policy_error")
+        counter = counter_for(policy)
+        archive = BufferedArchive()
+        compactor = Compactor(policy, archive=archive, session_id=str(run.session_id), counter=counter)
+        messages = [Message.from_dict(i) for i in c.items]
+        reporter = Reporter(run.pk, token, run.deliveries)
+        parent = c.parent_request if policy.summarizer.cache_safe else None
+        try:
+            outcome = compactor.compact(messages, tools=c.tools or None, force=run.force, run_id=str(run.pk),
+                                        on_event=reporter.event, progress=reporter.progress,
+                                        last_message_at=c.last_message_at, parent_request=parent)
+        except SummaryError as exc:
+            return fail(run, token, str(exc), "summary_error", attempts=[_attempt(a) for a in exc.attempts])
+        except SoftTimeLimitExceeded as exc:
+            return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while "
+                                    f"compacting ({type(exc).__name__}); the session is unchanged", "time_limit")
+        except Exception as exc:  # noqa: BLE001 - any engine fault is recorded on the run
+            log.exception("run %s failed", run.pk)
+            return fail(run, token, f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        mode = request_mode(policy, reporter, isinstance(outcome, Outcome) and outcome.summarized, c)
+        branches = _refresh_branches(run, c, policy, compactor, reporter, parent)
+        if isinstance(outcome, Skipped):
+            return skip(run, token, outcome.reason, outcome.trigger, mode=mode, branches=branches)
+        return commit(run, token, c.items, outcome, archive, counter, started, mode=mode, branches=branches)
+    except SoftTimeLimitExceeded:
+        return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while saving; "
+                                "the session is unchanged", "time_limit")
+    finally:
+        heartbeat.stop()
+
+
+def _attempt(a: Any) -> Any:
+    return json_safe(a.to_dict() if hasattr(a, "to_dict") else a)
+
+
+def request_mode(policy: Policy, reporter: Reporter, summarized: bool, c: Claim) -> tuple[str, str]:
+    """(mode, why) of the run's summary request: ``cache_safe`` or ``standalone``, or ``""``
+    when the run sent none. The engine reports its choice as a ``summary_request`` event."""
+    event = reporter.summary_request
+    if event is not None and (event.get("filter_key") is None):
+        return str(event.get("mode") or "standalone"), str(event.get("reason") or "")
+    if not summarized:
+        return "", "no summary request in this run"
+    if not policy.summarizer.cache_safe:
+        return "standalone", "cache-safe requests are off in this policy (summarizer.cache_safe)"
+    if c.parent_request is None:
+        return "standalone", "no request prefix served yet (GET .../context was not called)"
+    return "standalone", "standalone summary request"
+
+
+def _refresh_branches(run: CompactionRun, c: Claim, policy: Policy, compactor: Compactor,
+                      reporter: Reporter, parent: dict[str, Any] | None) -> branch_service.BranchOutcome | None:
+    """Branch summaries of sessions that use filter keys (None otherwise). A fault here is
+    recorded and never fails the run."""
+    try:
+        reporter.progress("branches", {"filter_key": run.filter_key or None})
+        return branch_service.refresh(run.session_id, c.branches, policy, force=run.force, run_id=str(run.pk),
+                                      trigger_key=run.filter_key or None, parent_request=parent,
+                                      on_event=reporter.event, compactor=compactor,
+                                      last_message_at=c.last_message_at)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception as exc:  # noqa: BLE001 - branch summaries are a side product of the run
+        log.exception("run %s: branch summaries failed", run.pk)
+        reporter.event({"type": "branch_summaries_failed", "error": f"{type(exc).__name__}: {exc}"})
+        return None

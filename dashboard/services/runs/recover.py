@@ -1,0 +1,134 @@
+"""Recovering runs whose worker died: :func:`recover` queues them again (or fails them
+after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost.
+
+Each worker runs the recovery loop in a background thread (started on worker_ready):
+every RUN_RECOVERY_INTERVAL seconds it calls :func:`recover` and prunes the filesystem
+broker's processed/ folder. Several workers running it at once is fine."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+
+from ...models import CompactionRun, RunEvent, RunStatus, Session
+from ..common import now
+from .commit import finish_locked
+from .request import enqueue
+
+log = logging.getLogger("dashboard.recovery")
+
+RecoveryCounts = dict[Literal["requeued", "failed", "resent"], int]
+
+
+def recover(stale_after: float | None = None) -> RecoveryCounts:
+    """Queue again the runs whose worker died (no heartbeat for ``stale_after`` seconds) and
+    re-send the queued runs whose message may have been lost. Safe to call from every
+    worker at once: each change is a conditional update under the session lock."""
+    stale_after = settings.RUN_STALE_AFTER if stale_after is None else stale_after
+    cutoff = now() - timedelta(seconds=stale_after)
+    counts: RecoveryCounts = {"requeued": 0, "failed": 0, "resent": 0}
+    for run_id, session_id in list(CompactionRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
+                                   .values_list("id", "session_id")):
+        with transaction.atomic():
+            session = Session.objects.select_for_update().filter(pk=session_id).first()
+            run = CompactionRun.objects.select_for_update().filter(pk=run_id).first()
+            if (session is None or run is None or run.status != RunStatus.RUNNING
+                    or (run.heartbeat_at is not None and run.heartbeat_at >= cutoff)):
+                continue
+            silent = (now() - (run.heartbeat_at or run.started_at or now())).total_seconds()
+            if run.deliveries >= settings.RUN_MAX_DELIVERIES:
+                finish_locked(session, run, "failed", error=(
+                    f"worker lost {run.deliveries} times (no heartbeat for {silent:.0f}s); the session is unchanged"),
+                    error_kind="worker_lost")
+                counts["failed"] += 1
+                continue
+            run.requeue()
+            session.release_run(run.pk)
+            RunEvent.record(run.pk, "requeued", {"reason": f"no heartbeat for {silent:.1f}s: worker lost",
+                                                 "delivery": run.deliveries}, run.deliveries)
+            transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+            counts["requeued"] += 1
+    # Queued runs whose message may be gone (a broker that lost it, a worker killed while
+    # holding it): re-send when nothing executes on their session.
+    resend_cutoff = now() - timedelta(seconds=settings.RUN_RESEND_AFTER)
+    for queued in list(CompactionRun.objects.filter(status=RunStatus.QUEUED, enqueued_at__lt=resend_cutoff)
+                       .select_related("session").order_by("id")):
+        if queued.session.active_run_id is not None:
+            continue
+        with transaction.atomic():
+            if queued.resend():
+                transaction.on_commit(partial(enqueue, queued.pk, queued.task_id), robust=True)
+                counts["resent"] += 1
+    # A session slot held by a run that is not running (crash between two writes).
+    for held in Session.objects.filter(active_run_id__isnull=False).only("id", "active_run_id"):
+        holder = held.active_run_id
+        if holder is None:
+            continue
+        status = CompactionRun.objects.filter(pk=holder).values_list("status", flat=True).first()
+        if status != RunStatus.RUNNING:
+            Session.release_stale_slot(held.pk, holder)
+    return counts
+
+_thread: threading.Thread | None = None
+_stop = threading.Event()
+
+
+def recover_once() -> RecoveryCounts:
+    """One recovery pass (the loop's tick; also ``manage.py recover_runs``)."""
+    close_old_connections()
+    counts = recover()
+    if any(counts.values()):
+        log.info("recovery: %s", counts)
+    prune_processed()
+    return counts
+
+
+def prune_processed(max_age: float = 3600.0) -> int:
+    opts = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}) or {}
+    folder = opts.get("processed_folder")
+    if not folder or not settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        return 0
+    cutoff = time.time() - max_age
+    removed = 0
+    for p in Path(folder).glob("*.msg"):
+        try:
+            if p.stat().st_mtime < cutoff:
+                p.unlink()
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _loop() -> None:
+    interval = settings.RUN_RECOVERY_INTERVAL
+    try:
+        while True:
+            try:
+                recover_once()
+            except Exception:  # noqa: BLE001 - keep the loop alive; the next tick retries
+                log.warning("recovery pass failed", exc_info=True)
+            if _stop.wait(interval):
+                return
+    finally:
+        connection.close()
+
+
+def start_recovery_loop() -> None:
+    global _thread
+    if settings.RUN_RECOVERY_INTERVAL <= 0 or (_thread is not None and _thread.is_alive()):
+        return
+    _stop.clear()
+    _thread = threading.Thread(target=_loop, name="compaction-recovery", daemon=True)
+    _thread.start()
+
+
+def stop_recovery_loop() -> None:
+    _stop.set()

@@ -1,0 +1,220 @@
+"""Requesting a run: create the queued row, hand its task to the broker once the
+transaction commits, and, when the broker cannot take it (unreachable, queue full),
+execute the run in this process instead."""
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import transaction
+from kombu.exceptions import OperationalError as KombuOperationalError
+from redis.exceptions import RedisError
+
+from compaction import PolicyError
+from compaction.messages import canonical_json
+
+from ...celery import app as celery_app
+from ...models import CompactionRun, RunEvent, RunStatus, Session, StoredPolicy, TriggerKind
+from .. import Conflict, Invalid, NotFound
+from ..branches import clean_key
+from ..common import now
+from ..policies import (
+    apply_service_defaults,
+    build_policy,
+    check_policy,
+    effective_policy,
+    policy_invalid,
+)
+
+log = logging.getLogger("dashboard.runs")
+
+# The Celery task that executes a run (dashboard.tasks), addressed by name: the task calls
+# into this package, so this package never imports it.
+RUN_TASK = "dashboard.run_compaction"
+
+# What one execution of a run came to; the Celery task returns it (for logs and tests).
+#   done: already finished; busy: another run holds the session (this one stays queued);
+#   running_elsewhere: another worker executes it; missing: the run or session was deleted;
+#   lost: its claim was taken away before it could commit (nothing written);
+#   succeeded | failed | skipped: the final status this execution wrote.
+RunResult = Literal["done", "busy", "running_elsewhere", "missing", "lost", "succeeded", "failed", "skipped"]
+
+
+def pending_run(session: Session, *, forced_only: bool = False) -> CompactionRun | None:
+    """The session's oldest queued or running run (only forced ones with ``forced_only``)."""
+    runs = CompactionRun.objects.filter(session_id=session.pk, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
+    if forced_only:
+        runs = runs.filter(force=True)
+    return runs.order_by("id").first()
+
+
+def request_run(session: Session, *, trigger: str = TriggerKind.API, force: bool = True, reason: str = "",
+                overrides: dict[str, Any] | None = None, policy: dict[str, Any] | None = None,
+                preset: str | None = None, filter_key: str | None = None) -> CompactionRun:
+    """Create a queued run and enqueue its task once the transaction commits.
+
+    The policy is the session's effective policy (or the given policy / preset), with
+    dotted ``overrides``; it is validated now (PolicyError -> 422) and snapshotted.
+    ``filter_key``: the branch whose messages triggered the run (refreshed first).
+
+    When the task cannot be enqueued (broker down, queue full) the run executes inline,
+    in this process, as soon as the transaction commits (see :func:`enqueue`); the run
+    row then says ``inline`` and why."""
+    plan = _plan(session, overrides, policy, preset, filter_key)
+    with transaction.atomic():
+        return _create(session, plan, trigger=trigger, force=force, reason=reason)
+
+
+def force_run(session: Session, *, trigger: str = TriggerKind.API, reason: str = "",
+              overrides: dict[str, Any] | None = None, policy: dict[str, Any] | None = None,
+              preset: str | None = None, filter_key: str | None = None) -> tuple[CompactionRun, bool]:
+    """Force a run unless a forced run of the session is already queued or running:
+    returns ``(run, created)``.
+
+    Repeated forces (a client retrying, a double click, many clients at once) share the
+    pending forced run instead of each queueing another compaction of the same context.
+    The check and the insert happen under the session lock, so concurrent forces make one
+    run on PostgreSQL (row lock) and SQLite (the IMMEDIATE transaction's write lock).
+
+    A pending forced run is shared only when it would do what was asked: the same resolved
+    policy (session policy, ``policy``/``preset`` and ``overrides``) and the same
+    ``filter_key``. A force that asks for something else while one is pending is refused
+    (Conflict, 409, naming the pending run) rather than silently answered with a run that
+    ignores its settings. An automatic run that is pending does not absorb a force: it may
+    decide the trigger no longer fires and skip, so the forced run queues behind it."""
+    plan = _plan(session, overrides, policy, preset, filter_key)
+    with transaction.atomic():
+        if Session.objects.select_for_update().filter(pk=session.pk).first() is None:
+            raise NotFound(f"session {session.pk} not found")
+        # The API and the dashboard create forced runs only here, under this lock.
+        pending = pending_run(session, forced_only=True)
+        if pending is None:
+            return _create(session, plan, trigger=trigger, force=True, reason=reason), True
+        if _same_request(pending, plan):
+            return pending, False
+        raise Conflict(
+            f"run {pending.pk} of this session is already {pending.status} with a different policy, overrides "
+            f"or filter_key; wait for it to finish (GET /api/runs/{pending.pk}) or repeat its request")
+
+
+@dataclass(frozen=True)
+class _RunPlan:
+    """What a run will do, resolved and validated before any lock is taken."""
+
+    snapshot: dict[str, Any]
+    overrides: dict[str, Any]
+    row: StoredPolicy | None
+    filter_key: str
+
+
+def _plan(session: Session, overrides: dict[str, Any] | None, policy: dict[str, Any] | None,
+          preset: str | None, filter_key: str | None) -> _RunPlan:
+    key = clean_key(filter_key, "filter_key")
+    row = None
+    if policy is not None or preset:
+        engine_policy = apply_service_defaults(build_policy(policy, preset, overrides), session)
+    else:
+        engine_policy, row = effective_policy(session)
+        if overrides:
+            try:
+                engine_policy = check_policy(engine_policy.with_overrides(overrides))
+            except PolicyError as exc:
+                raise policy_invalid(exc) from None
+    return _RunPlan(engine_policy.to_json(), overrides or {}, row, key or "")
+
+
+def _same_request(run: CompactionRun, plan: _RunPlan) -> bool:
+    return (canonical_json(run.policy_snapshot) == canonical_json(plan.snapshot)
+            and (run.filter_key or "") == plan.filter_key)
+
+
+def _create(session: Session, plan: _RunPlan, *, trigger: str, force: bool, reason: str) -> CompactionRun:
+    """Insert the queued run and send its task after commit (the caller's transaction)."""
+    row = plan.row
+    run = CompactionRun.objects.create(
+        project_id=session.project_id, session_id=session.pk, trigger=trigger, reason=reason, force=force,
+        policy=row, policy_version=row.version if row is not None else None,
+        policy_snapshot=plan.snapshot, overrides=plan.overrides, task_id=uuid.uuid4().hex,
+        enqueued_at=now(), progress_step="queued", filter_key=plan.filter_key)
+    RunEvent.record(run.pk, "queued", {"trigger": trigger, "force": force, "reason": reason,
+                                       **({"filter_key": plan.filter_key} if plan.filter_key else {})})
+    transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+    return run
+
+
+def validate_overrides(overrides: dict[str, Any] | None) -> None:
+    if overrides is None:
+        return
+    if not isinstance(overrides, dict):
+        raise Invalid("overrides: expected an object of dotted setting paths")
+
+
+# -- enqueueing ------------------------------------------------------------------------------
+
+class QueueFull(Exception):
+    """More runs are waiting than RUN_QUEUE_MAX allows."""
+
+
+# Exceptions that mean "the task could not be handed to the broker" (a capped Redis
+# answers OOM when it is full).
+ENQUEUE_ERRORS: tuple[type[BaseException], ...] = (
+    KombuOperationalError, ConnectionError, TimeoutError, OSError, QueueFull, RedisError)
+
+
+def is_eager() -> bool:
+    """Whether tasks execute in the caller's thread (tests, CELERY_TASK_ALWAYS_EAGER)."""
+    return bool(celery_app.conf.task_always_eager)
+
+
+def _check_queue_room(run_id: int) -> None:
+    limit = settings.RUN_QUEUE_MAX
+    if not limit:
+        return
+    waiting = CompactionRun.objects.filter(status=RunStatus.QUEUED).exclude(pk=run_id).count()
+    if waiting >= limit:
+        raise QueueFull(f"queue full: {waiting} runs are waiting (RUN_QUEUE_MAX={limit})")
+
+
+def enqueue(run_id: int, task_id: str) -> None:
+    """Send the run's task; when that fails (broker unreachable, queue full) execute the run
+    here and now instead, recorded the same way (run row, events) plus ``inline``."""
+    task = celery_app.tasks[RUN_TASK]
+    if is_eager():
+        task.apply_async(args=[run_id], task_id=task_id)
+        return
+    try:
+        _check_queue_room(run_id)
+        task.apply_async(args=[run_id], task_id=task_id,
+                         retry_policy={"max_retries": settings.RUN_ENQUEUE_RETRIES,
+                                       "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5})
+    except ENQUEUE_ERRORS as exc:
+        reason = str(exc) if isinstance(exc, QueueFull) else f"broker unavailable: {type(exc).__name__}: {exc}"
+        log.warning("run %s could not be enqueued (%s); executing it inline", run_id, reason)
+        run_inline(run_id, reason, task_id)
+
+
+def run_inline(run_id: int, reason: str, task_id: str | None = None) -> RunResult:
+    """Execute a queued run synchronously in this process (the sync fallback): its task,
+    applied locally instead of through the broker."""
+    reason = reason[:2000]
+    CompactionRun.mark_inline(run_id, reason)
+    RunEvent.record(run_id, "inline", {"reason": reason})
+    state: RunResult = celery_app.tasks[RUN_TASK].apply(args=[run_id], task_id=task_id, throw=True).result
+    if state == "busy":
+        RunEvent.record(run_id, "inline_deferred", {
+            "reason": "another run of this session is executing; this run stays queued and starts when it ends"})
+    return state
+
+
+def enqueue_next(session_id: int, finished_id: int) -> None:
+    """Hand the session's slot to its oldest queued run (the caller holds the session lock;
+    the task is sent once the transaction commits)."""
+    nxt = (CompactionRun.objects.filter(session_id=session_id, status=RunStatus.QUEUED).exclude(pk=finished_id)
+           .order_by("id").first())
+    if nxt is not None:
+        nxt.reissue()
+        transaction.on_commit(partial(enqueue, nxt.pk, nxt.task_id), robust=True)

@@ -1,0 +1,80 @@
+"""Per-project rate limits on forced runs and imports (FORCE_RATE_LIMIT, IMPORT_RATE_LIMIT)."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.models import CompactionRun
+from dashboard.services import rate_limits
+from dashboard.services.rate_limits import Limit, parse_limit
+from tests.service.conftest import Api
+from tests.service.helpers import chat
+
+
+@pytest.fixture
+def frozen(monkeypatch):
+    """The clock stands at 10 s into a minute (and an hour)."""
+    moment = datetime(2026, 1, 5, 12, 0, 10, tzinfo=UTC)
+    monkeypatch.setattr(rate_limits, "now", lambda: moment)
+    return moment
+
+
+def imp(api):
+    return api.post("/api/sessions", {"messages": chat(3), "auto_compact": False})
+
+
+def test_forces_over_the_limit_get_429_with_retry_after(api, settings, frozen):
+    sid = imp(api).json()["session"]["id"]
+    settings.FORCE_RATE_LIMIT = "2/min"
+    for _ in range(2):
+        assert api.post(f"/api/sessions/{sid}/compactions", {}).status_code == 202
+    r = api.post(f"/api/sessions/{sid}/compactions", {})
+    assert r.status_code == 429
+    assert r["Retry-After"] == "50"
+    assert "FORCE_RATE_LIMIT" in r.json()["detail"]
+    assert CompactionRun.objects.filter(session_id=sid).count() == 2
+
+
+def test_imports_over_the_limit_get_429_and_write_nothing(api, settings, frozen):
+    settings.IMPORT_RATE_LIMIT = "1/hour"
+    assert imp(api).status_code == 201
+    r = imp(api)
+    assert r.status_code == 429 and r["Retry-After"] == str(3600 - 10)
+    assert len(api.get("/api/sessions").json()["items"]) == 1
+
+
+def test_the_limit_is_per_project_and_per_window(api, client, other_project, settings, frozen, monkeypatch,
+                                                 django_capture_on_commit_callbacks):
+    settings.IMPORT_RATE_LIMIT = "1/min"
+    other = Api(client, other_project.test_key, django_capture_on_commit_callbacks)
+    assert imp(api).status_code == 201
+    assert imp(other).status_code == 201
+    assert imp(api).status_code == 429
+    monkeypatch.setattr(rate_limits, "now", lambda: frozen.replace(minute=1))
+    assert imp(api).status_code == 201
+
+
+def test_a_replayed_idempotent_answer_does_not_count(api, settings, frozen):
+    sid = imp(api).json()["session"]["id"]
+    settings.FORCE_RATE_LIMIT = "1/min"
+    for _ in range(3):
+        assert api.post(f"/api/sessions/{sid}/compactions", {}, HTTP_IDEMPOTENCY_KEY="k1").status_code == 202
+
+
+def test_no_limit_by_default(api, frozen):
+    for _ in range(5):
+        assert imp(api).status_code == 201
+
+
+@pytest.mark.parametrize(("text", "limit"), [("60/min", Limit(60, 60)), ("5 / s", Limit(5, 1)),
+                                             ("100/hour", Limit(100, 3600)), ("", None)])
+def test_parse_limit(text, limit):
+    assert parse_limit(text) == limit
+
+
+@pytest.mark.parametrize("text", ["60", "0/min", "10/day", "x/min"])
+def test_a_malformed_limit_is_refused(text):
+    with pytest.raises(ImproperlyConfigured):
+        parse_limit(text, "FORCE_RATE_LIMIT")
