@@ -227,9 +227,12 @@
           draw: [function (u) { drawLines(u, d.thresholds, "ctx"); drawMarkers(u, d.markers); }]
         }
       },
-      onClick: function (u) {
-        var i = u.cursor.idx;
-        if (i == null) return;
+      onClick: function (u, e) {
+        // Read the bar under the pointer from the click itself: uPlot's cursor index can lag
+        // behind a scroll that has not yet fired its scroll event on a busy page.
+        var r = u.over.getBoundingClientRect();
+        var i = u.posToIdx(e.clientX - r.left);
+        if (i == null || i < 0 || i >= d.starts.length) return;
         scrollToMessage(d.starts[i]);
       }
     };
@@ -303,7 +306,7 @@
       u.over.addEventListener("mousedown", function (e) { downX = e.clientX; });
       u.over.addEventListener("click", function (e) {
         if (downX != null && Math.abs(e.clientX - downX) > 4) return; // a drag-zoom, not a click
-        spec.onClick(u);
+        spec.onClick(u, e);
       });
     }
     if (window.ResizeObserver) {
