@@ -22,5 +22,6 @@ class DashboardConfig(AppConfig):
     def ready(self) -> None:
         connection_created.connect(_sqlite_wal, dispatch_uid="dashboard-sqlite-wal")
         # Register the Celery tasks in every process (web, worker, commands, tests): the
-        # services enqueue and run them by name. Tasks use the models, so not before now.
-        from . import tasks  # noqa: F401, PLC0415
+        # services enqueue and run them by name; and the startup checks. Both use the
+        # models, so not before now.
+        from . import checks, tasks  # noqa: F401, PLC0415

@@ -3,8 +3,11 @@ dashboard.services.idempotency): a route passes its work as a function, and a re
 request with the same key gets the stored answer instead of running it again."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
 
 from ..services import idempotency
 
@@ -22,5 +25,7 @@ def once_per_key(request: Any, work: Callable[[], Answer]) -> Answer:
         status, response = work()
         if not 200 <= status < 300:
             return status, response
+        # stored as JSON: dates become ISO strings, so the first answer and every replay match
+        response = json.loads(json.dumps(response, cls=DjangoJSONEncoder))
         stored = idempotency.remember(request.auth, key, digest, status, response)
     return stored.status, stored.response

@@ -64,21 +64,30 @@ def _session(request, session_id: int):
 def import_session(request, body: SessionImportIn):
     """Import one session (OpenAI chat JSON or JSONL, Anthropic Messages, Claude Code JSONL).
     Atomic: an invalid session writes nothing and the error names the index or line and the fault.
-    OpenAI-format messages may carry a `filter_key` beside them (branch summaries)."""
-    rate_limits.check(request.auth, "import")
-    messages, keys = split_filter_keys(body.messages, body.filter_key)
-    imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
-                                       title=body.title, external_id=body.external_id, model=body.model)
-    if keys is None and body.filter_key:
-        keys = [clean_key(body.filter_key)] * len(imported.messages)
-    elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
-        raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
-                      f"messages (format {imported.format!r}, {len(keys)} messages given, "
-                      f"{len(imported.messages)} converted)")
-    result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys)
-    session = sel.get_session(request.auth.pk, result.session.pk)
-    return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
-                 "compaction": convert.run_ref(result.run, result.run_created)}
+    OpenAI-format messages may carry a `filter_key` beside them (branch summaries).
+
+    With an `Idempotency-Key` header, a repeat of the same request within 24 hours returns
+    the first answer (the same session) and imports nothing; the same key with another body
+    is refused (422 naming the header). Over the project's IMPORT_RATE_LIMIT: 429 with
+    `Retry-After` (a replayed answer does not count)."""
+
+    def work() -> Answer:
+        rate_limits.check(request.auth, "import")
+        messages, keys = split_filter_keys(body.messages, body.filter_key)
+        imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
+                                           title=body.title, external_id=body.external_id, model=body.model)
+        if keys is None and body.filter_key:
+            keys = [clean_key(body.filter_key)] * len(imported.messages)
+        elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
+            raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
+                          f"messages (format {imported.format!r}, {len(keys)} messages given, "
+                          f"{len(imported.messages)} converted)")
+        result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys)
+        session = sel.get_session(request.auth.pk, result.session.pk)
+        return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
+                     "compaction": convert.run_ref(result.run, result.run_created)}
+
+    return once_per_key(request, work)
 
 
 @router.get("/sessions", response={200: SessionPage, **ERR}, summary="List sessions (newest first)")

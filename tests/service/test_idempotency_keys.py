@@ -1,10 +1,10 @@
-"""The Idempotency-Key header on forced compactions: a retried request gets the first
-answer and creates nothing; the same key on another request is refused."""
+"""The Idempotency-Key header on forced compactions and imports: a retried request gets the
+first answer and creates nothing; the same key on another request is refused."""
 from __future__ import annotations
 
 from datetime import timedelta
 
-from dashboard.models import CompactionRun, IdempotencyKey
+from dashboard.models import CompactionRun, IdempotencyKey, Session
 from tests.service.conftest import Api
 from tests.service.helpers import chat
 
@@ -86,3 +86,16 @@ def test_an_empty_or_overlong_key_is_refused(api):
         r = force(api, sid, key=key)
         assert r.status_code == 422 and r.json()["field"] == "Idempotency-Key", key
     assert CompactionRun.objects.count() == 0
+
+
+def test_a_retried_import_with_the_same_key_returns_the_same_session_and_imports_nothing(api):
+    body = {"messages": chat(6), "auto_compact": False, "title": "retried upload"}
+    first = api.post("/api/sessions", body, HTTP_IDEMPOTENCY_KEY=KEY)
+    assert first.status_code == 201, first.content
+    retry = api.post("/api/sessions", body, HTTP_IDEMPOTENCY_KEY=KEY)
+    assert (retry.status_code, retry.json()) == (first.status_code, first.json())
+    assert Session.objects.filter(title="retried upload").count() == 1
+    other = api.post("/api/sessions", body | {"title": "another upload"}, HTTP_IDEMPOTENCY_KEY=KEY)
+    assert other.status_code == 422 and other.json()["field"] == "Idempotency-Key"
+    assert api.post("/api/sessions", body).status_code == 201  # no key: a second import
+    assert Session.objects.filter(title="retried upload").count() == 2

@@ -5,6 +5,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 
 from dashboard.models import CompactionRun
 from dashboard.services import rate_limits
@@ -78,3 +80,14 @@ def test_parse_limit(text, limit):
 def test_a_malformed_limit_is_refused(text):
     with pytest.raises(ImproperlyConfigured):
         parse_limit(text, "FORCE_RATE_LIMIT")
+
+
+def test_a_malformed_rate_limit_setting_is_reported_when_the_service_starts(settings):
+    """`manage.py check` (run by migrate and runserver) names the bad setting before any
+    request reaches it."""
+    settings.FORCE_RATE_LIMIT = "lots/min"
+    with pytest.raises(SystemCheckError) as raised:
+        call_command("check")
+    assert "FORCE_RATE_LIMIT" in str(raised.value) and "dashboard.E001" in str(raised.value)
+    settings.FORCE_RATE_LIMIT = "5/min"
+    call_command("check")
