@@ -174,7 +174,8 @@ def test_without_count_from_usage_the_report_is_ignored():
 
 
 def test_a_report_from_before_a_compaction_no_longer_counts():
-    policy = get_preset("eino").with_overrides({"trigger.threshold": 5000})
+    policy = get_preset("eino").with_overrides({"trigger.threshold": 5000, "cut.keep_messages": 2,
+                                                "cut.keep_fraction": 1.0})
     session = CompactionSession(policy)
     for i in range(6):
         session.append({"role": "user", "content": f"question {i} " + "q" * 400})
@@ -182,8 +183,10 @@ def test_a_report_from_before_a_compaction_no_longer_counts():
     assert session.should_compact()
     out = session.compact()
     assert isinstance(out, Outcome) and out.summarized
-    # The kept messages may still carry the old report; it describes the context before the summary.
+    # The kept tail still carries the last report; it describes the context before the summary.
+    assert session.context()[-1].get("usage", {}).get("total_tokens") == 6005
     assert not session.should_compact()
+    assert not Compactor(policy).check(session.live.messages).fired
     assert usage_total(session.live.messages, session.live.tokens) is None
     session.append({"role": "user", "content": "next"})
     session.append(_with_usage(5200))
