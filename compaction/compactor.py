@@ -39,6 +39,7 @@ from .steps import (
     check_trigger,
     finalize_context,
     fires_again,
+    measured_total,
     plan_eviction,
     reduce_tool_output,
     summarize_span,
@@ -185,7 +186,8 @@ class Compactor:
         tokens = self.counter.count_many(msgs)
         totals = totals_of(tokens, self.counter.count_tools(tools))
         st, sm = since_last_summary(msgs, tokens)
-        return evaluate(self.policy.trigger, self.trigger_state(totals.total, len(msgs), st, sm, last_message_at))
+        total = measured_total(self.policy, msgs, tokens, totals.total)
+        return evaluate(self.policy.trigger, self.trigger_state(total, len(msgs), st, sm, last_message_at))
 
     # -- compaction ----------------------------------------------------------------
     def compact(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, force: bool = False,
@@ -227,7 +229,8 @@ class Compactor:
                           archive=self.archive, hooks=self.hook_set(), messages=msgs, tokens=tokens,
                           tools_tokens=tools_tokens, before=totals_of(tokens, tools_tokens), run_id=run_id,
                           force=force, last_message_at=last_message_at, parent_request=parent_request,
-                          on_event=on_event, progress=progress)
+                          on_event=on_event, progress=progress,
+                          unseen_arrivals=bool(messages) and not isinstance(messages[0], Message))
 
     # -- summarizer settings and hooks --------------------------------------------------
     @property

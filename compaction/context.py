@@ -20,7 +20,7 @@ from .messages import (
     validate_message,
     validate_tools,
 )
-from .tokens import CategoryTotals, MessageCounter, MessageTokens
+from .tokens import CategoryTotals, MessageCounter, MessageTokens, reported_usage
 
 
 class LiveContext:
@@ -42,13 +42,21 @@ class LiveContext:
         self.compactions = 0
         # Provider-reported prompt tokens next to our estimate for the same context.
         self.calibration: list[tuple[int, int]] = []
+        # The latest usage report of an assistant message (count_from_usage): its tokens and
+        # the estimate of everything after it. A compaction rewrites the context the report
+        # described, so only messages appended after the last one (ordinal >= floor) count.
+        self.usage_base: int | None = None
+        self.usage_since = 0
+        self.usage_floor = 0
 
     # -- building ------------------------------------------------------------------
-    def append(self, raw: RawMessage, at: float | None = None) -> Message:
+    def append(self, raw: RawMessage, at: float | None = None, *, pinned: bool = False) -> Message:
+        """Append one original; ``pinned`` keeps it out of every eviction (cut and tailoring)
+        and out of tool-output reduction."""
         index = self.next_ordinal
         validate_message(raw, index)
         self.tracker.feed(raw, index)
-        msg = Message(raw, original_id(index), Provenance.ORIGINAL, index)
+        msg = Message(raw, original_id(index), Provenance.ORIGINAL, index, {"pinned": True} if pinned else None)
         self._push(msg, self.counter.count(msg))
         self.next_ordinal += 1
         self.last_message_at = time.time() if at is None else at
@@ -75,6 +83,12 @@ class LiveContext:
         self.totals.add(tok)
         self.since_summary_tokens += tok.total
         self.since_summary_messages += 1
+        report = reported_usage(msg.raw) if msg.ordinal is not None and msg.ordinal >= self.usage_floor else None
+        if report is not None:
+            self.usage_base, covers = report
+            self.usage_since = 0 if covers else tok.total
+        else:
+            self.usage_since += tok.total
 
     def replace_last(self, message: Message) -> None:
         """Swap the newest message for an edited version of itself (truncation on arrival)."""
@@ -83,6 +97,7 @@ class LiveContext:
         self.totals.add(old, -1)
         self.totals.add(new)
         self.since_summary_tokens += new.total - old.total
+        self.usage_since += new.total - old.total
         self.messages[-1] = message
         self.tokens[-1] = new
 
@@ -98,6 +113,7 @@ class LiveContext:
         self.totals = totals
         if summarized:
             self.compactions += 1
+        self.usage_base, self.usage_since, self.usage_floor = None, 0, self.next_ordinal
         # "since the last summary" = originals after the newest engine-written message
         last = max((i for i, m in enumerate(self.messages) if m.is_engine_written), default=-1)
         self.since_summary_tokens = 0
@@ -125,6 +141,12 @@ class LiveContext:
     @property
     def total_tokens(self) -> int:
         return self.totals.total
+
+    @property
+    def reported_total(self) -> int | None:
+        """O(1): the latest usage report since the last compaction plus the estimate of what
+        came after it; None without one."""
+        return None if self.usage_base is None else self.usage_base + self.usage_since
 
     def __len__(self) -> int:
         return len(self.messages)

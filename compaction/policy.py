@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from . import locales
 from .branch_keys import normalize_allowlist
@@ -50,6 +51,7 @@ class CutPolicy(_Strict):
     search: Literal["forward", "backward"] = Field("forward", description="Where to look for a safe cut from the target: 'forward' keeps fewer messages (bounds are ceilings), 'backward' keeps more (Sagents).")
     user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
     min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")
+    forced_any_boundary: bool = Field(False, description="A forced run whose user_turn rule finds no user turn to start the kept tail (a single-request run) cuts at the nearest safe boundary instead of doing nothing (tRPC summarizes such runs when forced; DeepAgents does not).")
 
 
 # -- summarizer --------------------------------------------------------------------------
@@ -81,6 +83,21 @@ class SummarizerPolicy(_Strict):
     require_shrink: bool = Field(True, description="Reject a summary that is not smaller than what it replaces.")
     cache_safe: bool = Field(False, description="Cache-safe summary requests: when the agent's last model request is known, send that exact request (system, history, tools) plus one compacting instruction, so a provider's prompt cache is reused; otherwise the standalone request.")
     cache_safe_prompt: str | None = Field(None, description="Custom compacting instruction appended in cache-safe mode; may use {max_summary_words}, must not contain {conversation_text} (the conversation is already in the request).")
+    require_word_placeholder: bool = Field(False, description="Refuse a custom prompt when a word limit is set (max_summary_words > 0) and neither the prompt nor the system prompt contains {max_summary_words}, so the limit cannot be dropped silently (tRPC's rule).")
+    use_agent_model: bool = Field(False, description="When model is empty, summarize with the agent's own model instead of the offline extractive summarizer: the policy's model, else the 'model' recorded on the latest assistant message of the context (Sagents). The service uses the session's model only, never one a message names.")
+    on_failure: Literal["raise", "keep"] = Field("raise", description="What a failed summary does after every retry and failover: 'raise' fails the run and changes nothing; 'keep' reports a summary_failed event, keeps the messages verbatim (tool-output reduction still applies) and lets the agent continue (Sagents).")
+
+    @model_validator(mode="after")
+    def _check_word_placeholder(self) -> SummarizerPolicy:
+        if not (self.require_word_placeholder and self.max_summary_words > 0 and self.prompt is not None):
+            return self
+        if "{max_summary_words}" in self.prompt or "{max_summary_words}" in (self.system_prompt or ""):
+            return self
+        problem = (f"a word limit is set (max_summary_words={self.max_summary_words}), so the prompt or the "
+                   f"system prompt must contain {{max_summary_words}}; add it, or set max_summary_words to 0")
+        # Raised as a located error so the message names summarizer.prompt, not the whole section.
+        raise ValidationError.from_exception_data("SummarizerPolicy", [InitErrorDetails(
+            type=PydanticCustomError("value_error", problem), loc=("prompt",), input=self.prompt)])
 
     @field_validator("prompt")
     @classmethod
@@ -181,6 +198,7 @@ class Policy(_Strict):
     counter: Literal["tiktoken", "approx"] = Field("tiktoken", description="'tiktoken': exact counts; 'approx': characters / chars_per_token.")
     encoding: str | None = Field(None, description="tiktoken encoding override (o200k_base, cl100k_base, p50k_base).")
     chars_per_token: float = Field(4.0, gt=0, description="Divisor of the approximate counter.")
+    count_from_usage: bool = Field(False, description="Measure the context for the trigger from the provider's own report, as Eino's default counter does: the 'usage' object of the latest assistant message (total_tokens, else prompt_tokens + completion_tokens) plus the counter's estimate of every message after it. Used only when that message came after the last compaction; otherwise, or without usage, the counter's estimate.")
     trigger: Condition = Field(default_factory=lambda: WindowFractionCondition(fraction=0.8), description="When to summarize.")
     summarize: bool = Field(True, description="Summarize with an LLM when the trigger fires (off: reduction and tailoring only).")
     history_runs: int = Field(0, ge=0, description="Without summaries (summarize off): keep only the last N runs, a run starting at a user message; older runs are dropped and archived at every compaction. 0 = unlimited. Ignored when summarize is on.")

@@ -4,13 +4,29 @@ semantics in our vocabulary; ``default`` is ours and takes the best of them.
 | preset | trigger | kept tail | summary turn | counter |
 |---|---|---|---|---|
 | default | 80% of usable window | 12 msgs / 25% window, user turn preferred | user + ack, recent user msgs re-inserted | tiktoken |
-| eino | 160k tokens | none (whole history summarized) | user, recent user msgs (≤ trigger/3) | chars/4 |
-| deepagents | 85% of window (fallback 32,768, 4,096 reserved) | 6 msgs / 25% window, must start at a user turn | user + ack | chars/4 |
-| trpc | tokens since last summary > 50% of window | the current turn | merged into the system message; token tailoring last | chars/4 |
-| sagents | 170k tokens | 6 msgs, nearest safe point searching backwards | user | chars/4 |
+| eino | 160k tokens | none (whole history summarized) | user, recent user msgs (≤ trigger/3) | last reported usage + chars/4 since |
+| deepagents | 85% of the whole window (fallback 32,768) | 6 msgs / 25% window, must start at a user turn | user + ack | chars/4 |
+| trpc | tokens since last summary > 50% of window | the current turn (any safe boundary when forced) | merged into the system message; token tailoring last | chars/4 |
+| sagents | 170k tokens | 6 msgs, nearest safe point searching backwards | user; agent's model; a failed summary keeps everything | chars/4 |
 | langchain | 4,000 tokens (documented example) | 20 msgs | user; summarizer sees only the last 4,000 tokens | chars/4 |
 | anthropic-clear-tool-uses | 100k tokens | - | no summary; clears old tool results keeping 3 | tiktoken |
 | langchain-context-editing | 100k tokens | - | no summary; ClearToolUsesEdit defaults | chars/4 |
+
+Seed details that are easy to get wrong:
+
+- deepagents: its 4,096 reserved tokens are room for the summary's own generation
+  (``summarizer.params.max_tokens``), not taken off the window the trigger measures, so at
+  32,768 tokens it fires above 0.85 x 32,768 = 27,853.
+- trpc: 300 words is our choice, the top of the range the seed recommends (100-300); tRPC
+  states no limit unless one is configured. With a limit set, a custom prompt must carry
+  ``{max_summary_words}`` (``summarizer.require_word_placeholder``). A forced run summarizes
+  a single-request run too (``cut.forced_any_boundary``).
+- sagents: the summary is written by the agent's own model when it is known
+  (``summarizer.use_agent_model``: ``model``, else the model recorded on the latest assistant
+  message), else offline; a failed summary is reported and the messages are kept
+  (``summarizer.on_failure = "keep"``).
+- eino: the trigger reads the latest provider-reported usage plus an estimate of what came
+  after it (``count_from_usage``); without recorded usage it is the chars/4 estimate.
 """
 from __future__ import annotations
 
@@ -40,6 +56,7 @@ def _eino() -> JSONObject:
         "name": "eino",
         "description": "Eino summarization + reduction middlewares at their defaults.",
         "counter": "approx",
+        "count_from_usage": True,
         "trigger": {"kind": "tokens", "threshold": 160_000},
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore"},
         "summarizer": {"retry": {"max_retries": 0}},
@@ -55,10 +72,11 @@ def _deepagents() -> JSONObject:
         "description": "DeepAgents SummarizationMiddleware at its defaults (cannot cut single-turn runs).",
         "counter": "approx",
         "fallback_context_window": 32_768,
-        "reserved_output_tokens": 4096,
+        # reservedOutputTokens is the summary's own generation budget: the trigger fraction
+        # applies to the whole window.
         "trigger": {"kind": "window_fraction", "fraction": 0.85},
         "cut": {"keep_messages": 6, "keep_fraction": 0.25, "search": "forward", "user_turn": "require"},
-        "summarizer": {"retry": {"max_retries": 0}},
+        "summarizer": {"retry": {"max_retries": 0}, "params": {"max_tokens": 4096}},
         "finalize": {"injection": "user", "acknowledgement": True, "preserve_user_messages": False},
     }
 
@@ -69,8 +87,11 @@ def _trpc() -> JSONObject:
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
-        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require"},
-        "summarizer": {"max_summary_words": 300, "retry": {"max_retries": 0}, "cache_safe": False},
+        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require",
+                "forced_any_boundary": True},
+        # 300 words: the top of the range the seed recommends; tRPC itself states no limit.
+        "summarizer": {"max_summary_words": 300, "require_word_placeholder": True, "retry": {"max_retries": 0},
+                       "cache_safe": False},
         "finalize": {"injection": "system", "acknowledgement": False, "preserve_user_messages": False},
         "reduction": reduction_config.trpc_reduction().model_dump(mode="json"),
         # Model-layer token tailoring is tRPC's final fallback; MaxHistoryRuns defaults to 0 (no
@@ -89,7 +110,7 @@ def _sagents() -> JSONObject:
         "counter": "approx",
         "trigger": {"kind": "tokens", "threshold": 170_000},
         "cut": {"keep_messages": 6, "keep_fraction": 1.0, "search": "backward", "user_turn": "ignore"},
-        "summarizer": {"retry": {"max_retries": 0}},
+        "summarizer": {"retry": {"max_retries": 0}, "use_agent_model": True, "on_failure": "keep"},
         "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": False},
     }
 

@@ -150,6 +150,9 @@ class RunContext:
     progress: ProgressSink | None = None
     clock: Callable[[], float] = time.time
     events: list[Event] = field(default_factory=list)
+    # The caller passed plain dicts: their tool results never went through truncation on
+    # arrival (an agent loop's CompactionSession and the service truncate as messages come).
+    unseen_arrivals: bool = False
 
     @property
     def usable_window(self) -> int:

@@ -43,8 +43,11 @@ class CompactionSession:
         self.truncation_events: list[dict[str, Any]] = []
 
     # -- feeding -------------------------------------------------------------------
-    def append(self, raw: dict[str, Any], at: float | None = None) -> Message:
-        msg = self.live.append(raw, at)
+    def append(self, raw: dict[str, Any], at: float | None = None, *, pinned: bool = False) -> Message:
+        """Add one message as it arrives. A tool result over the size limit is truncated at
+        once (per-tool ``truncate_handlers`` of the session's hooks decide first); ``pinned``
+        keeps the message verbatim through every compaction."""
+        msg = self.live.append(raw, at, pinned=pinned)
         if msg.tool_calls:
             self._tool_names.update(tool_name_index([msg]))
         if msg.role == "tool" and self.policy.reduction.enabled:
@@ -57,7 +60,8 @@ class CompactionSession:
 
     def _truncate_on_arrival(self, msg: Message) -> Message:
         rr = on_append(msg, policy=self.policy.reduction, counter=self.live.counter, session_id=self.session_id,
-                       tool_name=self._tool_names.get(msg.tool_call_id or ""))
+                       tool_name=self._tool_names.get(msg.tool_call_id or ""),
+                       hooks=self.compactor.hooks.reduction or None)
         if rr.abandoned or not rr.entries:
             return msg
         for entry in rr.entries:
@@ -70,18 +74,27 @@ class CompactionSession:
     # -- checking ------------------------------------------------------------------
     def trigger_state(self, now: float | None = None) -> TriggerState:
         live = self.live
-        return self.compactor.trigger_state(live.total_tokens, len(live.messages), live.since_summary_tokens,
+        return self.compactor.trigger_state(self._measured_total(), len(live.messages), live.since_summary_tokens,
                                             live.since_summary_messages, live.last_message_at, now)
 
     def should_compact(self, now: float | None = None) -> LazyTrigger:
         """Summary trigger over running totals: a few comparisons, whatever the session
         length. The result is truthy when it fired; ``.reason`` explains it."""
         live = self.live
-        numbers = (live.totals.total, len(live.messages), live.since_summary_tokens, live.since_summary_messages,
-                   live.last_message_at)
+        numbers = (self._measured_total(), len(live.messages), live.since_summary_tokens,
+                   live.since_summary_messages, live.last_message_at)
         fired = self._fast_trigger(*numbers, now)
         return LazyTrigger(fired, self.policy.trigger,
                            numbers + (self.compactor.window, self.policy.reserved_output_tokens, now))
+
+    def _measured_total(self) -> int:
+        """What the trigger compares: the running estimate, or with ``count_from_usage`` the
+        latest usage report since the last compaction plus the estimate of what followed."""
+        if self.policy.count_from_usage:
+            reported = self.live.reported_total
+            if reported is not None:
+                return reported
+        return self.live.totals.total
 
     def reduction_due(self) -> bool:
         """Whether tool-output clearing has work to consider before the next model call."""

@@ -13,7 +13,8 @@ results, and :class:`compaction.Compactor` writes them once every step has succe
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +33,10 @@ from .retention import retention
 from .run_context import Event, RunContext, since_last_summary
 from .summarizer import SummaryResult, summarize
 from .tailoring import TailorResult
-from .tokens import MessageTokens
+from .tokens import USAGE_HORIZON, MessageTokens, usage_total
 from .triggers import ConditionResult, evaluate, usable_window
+
+log = logging.getLogger("compaction")
 
 # -- trigger ---------------------------------------------------------------------------------
 
@@ -47,13 +50,24 @@ def check_trigger(run: RunContext) -> TriggerStep:
     if run.force:
         return TriggerStep({"kind": "manual", "fired": True, "reason": "forced"}, None)
     st, sm = since_last_summary(run.messages, run.tokens)
-    cond = evaluate(run.policy.trigger, run.trigger_state(run.before.total, len(run.messages), st, sm))
+    total = measured_total(run.policy, run.messages, run.tokens, run.before.total)
+    cond = evaluate(run.policy.trigger, run.trigger_state(total, len(run.messages), st, sm))
     return TriggerStep(cond.to_dict() | {"reason": cond.reason}, cond)
+
+
+def measured_total(policy: Policy, messages: list[Message], tokens: list[MessageTokens], estimate: int) -> int:
+    """The context size the trigger compares: the estimate, or with ``count_from_usage`` the
+    latest provider-reported usage plus the estimate of what came after it."""
+    if policy.count_from_usage:
+        reported = usage_total(messages, tokens)
+        if reported is not None:
+            return reported
+    return estimate
 
 
 def fires_again(run: RunContext, messages: list[Message], tokens: list[MessageTokens]) -> bool:
     """Whether the summary trigger still fires on ``messages`` (the context after reduction)."""
-    total = sum(t.total for t in tokens) + run.tools_tokens
+    total = measured_total(run.policy, messages, tokens, sum(t.total for t in tokens) + run.tools_tokens)
     st, sm = since_last_summary(messages, tokens)
     return evaluate(run.policy.trigger, run.trigger_state(total, len(messages), st, sm)).fired
 
@@ -84,7 +98,8 @@ def reduce_tool_output(run: RunContext) -> ReductionStep:
         return unchanged
     run.step("reduce")
     rr = before_call(run.messages, policy=policy.reduction, counter=run.counter, window=run.usable_window,
-                     session_id=run.session_id, total_tokens=run.before.total, hooks=run.hooks.own.reduction or None)
+                     session_id=run.session_id, total_tokens=run.before.total, hooks=run.hooks.own.reduction or None,
+                     arrival=run.unseen_arrivals)
     for e in rr.events:
         run.emit(e)
     if rr.abandoned or not (rr.entries or rr.ledger_rows):
@@ -98,19 +113,49 @@ def reduce_tool_output(run: RunContext) -> ReductionStep:
 
 def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut:
     run.step("cut")
-    return plan_cut(reduced.messages, reduced.tokens, run.policy.cut, run.window, run.policy.pin_first_user_message)
+    cut = run.policy.cut
+    plan = plan_cut(reduced.messages, reduced.tokens, cut, run.window, run.policy.pin_first_user_message)
+    if isinstance(plan, NoCut) and run.force and cut.forced_any_boundary and cut.user_turn == "require":
+        # A single-request run has no later user turn to start the tail at; a forced run
+        # may still summarize it, cutting at the nearest safe boundary.
+        relaxed = plan_cut(reduced.messages, reduced.tokens, cut.model_copy(update={"user_turn": "prefer"}),
+                           run.window, run.policy.pin_first_user_message)
+        if isinstance(relaxed, CutPlan):
+            relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
+                                 "nearest safe boundary (cut.forced_any_boundary)")
+            return relaxed
+    return plan
 
 
 # -- summary -----------------------------------------------------------------------------------------
 
-def summarizer_settings(policy: Policy, window: int) -> SummarizerPolicy:
+def summarizer_settings(policy: Policy, window: int, messages: Sequence[Message] = ()) -> SummarizerPolicy:
     """The summarizer section with the word budget capped at ~10% of the usable window
-    (about 1.35 tokens a word), so a summary never refills a small window by itself."""
+    (about 1.35 tokens a word), so a summary never refills a small window by itself, and
+    with the agent's own model filled in when ``use_agent_model`` asks for it."""
     settings = policy.summarizer
+    update: dict[str, Any] = {}
     cap = max(50, int(0.10 * usable_window(window, policy.reserved_output_tokens) / 1.35))
     if settings.max_summary_words == 0 or settings.max_summary_words > cap:
-        return settings.model_copy(update={"max_summary_words": cap})
-    return settings
+        update["max_summary_words"] = cap
+    if settings.use_agent_model and not settings.model:
+        model = agent_model(policy, messages)
+        if model:
+            update["model"] = model
+    return settings.model_copy(update=update) if update else settings
+
+
+def agent_model(policy: Policy, messages: Sequence[Message]) -> str | None:
+    """The agent's own model: the policy's ``model``, else the ``model`` string recorded on
+    the latest assistant message (agents that log the provider's response keep it there)."""
+    if policy.model:
+        return policy.model
+    for m in reversed(messages):
+        if m.role == "assistant":
+            recorded = m.raw.get("model")
+            if isinstance(recorded, str) and recorded.strip():
+                return recorded.strip()
+    return None
 
 
 @dataclass(frozen=True)
@@ -143,7 +188,8 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
     if run.parent_request is not None:
         kwargs["parent_request"] = run.parent_request
     try:
-        result = summarize(span, summarizer_settings(policy, run.window), previous_summary=previous_summary,
+        result = summarize(span, summarizer_settings(policy, run.window, reduced.messages),
+                           previous_summary=previous_summary,
                            counter=run.counter, fallback_window=policy.fallback_context_window,
                            replaced_tokens=replaced_tokens, on_event=run.emit, language=policy.finalize.language,
                            **kwargs)
@@ -152,9 +198,20 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
             # Not a fault: the span is already as small as a summary of it would be.
             return SummaryDeclined(f"a summary would not be smaller than the {replaced_tokens} tokens it "
                                    f"replaces ({len(span)} messages); kept them verbatim")
+        if policy.summarizer.on_failure == "keep":
+            return summary_failed(run, exc, len(span))
         raise
     text = run.hooks.apply_post_summary(result.text, run.emit)
     return SummaryStep(plan, span, previous, replaced_tokens, result, text)
+
+
+def summary_failed(run: RunContext, exc: SummaryError, evicted: int) -> SummaryDeclined:
+    """``on_failure = "keep"``: report the failure and go on with the messages as they are."""
+    reason = f"the summary failed ({exc}); kept all {evicted} messages verbatim (summarizer.on_failure=keep)"
+    log.warning("compaction %s: %s", run.session_id, reason)
+    run.emit({"type": "summary_failed", "error": str(exc), "attempts": len(exc.attempts),
+              "models": sorted({a.model for a in exc.attempts if getattr(a, "model", None)}), "evicted": evicted})
+    return SummaryDeclined(reason)
 
 
 # -- finalize ----------------------------------------------------------------------------------------
@@ -193,10 +250,12 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
                         archive_ref=archive_ref, number=number, policy=run.policy, counter=run.counter,
                         window=run.window)
     new_messages = run_finalizer(inp, run.hooks.own.finalizer)
+    horizon = 1 + max((m.ordinal for m in run.messages if m.ordinal is not None), default=-1)
     for m in new_messages:
         if m.provenance is Provenance.SUMMARY:
             m.meta.setdefault("summary", text)
             m.meta.setdefault("model", result.model)
+            m.meta.setdefault(USAGE_HORIZON, horizon)
     context = render_messages(new_messages)
     try:
         check_tool_pairs(context)

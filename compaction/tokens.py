@@ -295,3 +295,63 @@ class CategoryTotals:
 
 # Exposed for Message provenance checks elsewhere without importing messages twice.
 ENGINE_WRITTEN: tuple[Provenance, ...] = (Provenance.SUMMARY, Provenance.ACKNOWLEDGEMENT)
+
+
+# -- provider-reported usage (Eino's default counter) -----------------------------------
+
+def reported_usage(raw: RawMessage) -> tuple[int, bool] | None:
+    """(tokens, covers the message itself) from the ``usage`` object an assistant message
+    may carry (the provider's report of the call that produced it): ``total_tokens``, else
+    ``prompt_tokens + completion_tokens`` (both cover the message), else ``prompt_tokens``
+    alone (covers what came before it). None when there is no usable report."""
+    if raw.get("role") != "assistant":
+        return None
+    usage = raw.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+
+    def number(key: str) -> int | None:
+        value = usage.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    total, prompt, completion = number("total_tokens"), number("prompt_tokens"), number("completion_tokens")
+    if total is not None:
+        return total, True
+    if prompt is not None and completion is not None:
+        return prompt + completion, True
+    if prompt is not None:
+        return prompt, False
+    return None
+
+
+USAGE_HORIZON = "usage_horizon"
+"""Meta key of an engine-written message: the ordinal of the first original appended after
+the compaction that wrote it. A usage report on an earlier message describes a context that
+compaction has since rewritten."""
+
+
+def usage_total(messages: list[Message], tokens: list[MessageTokens]) -> int | None:
+    """The context measured from the latest valid usage report: reported tokens plus the
+    estimate of every message after the reporting one. A report is valid when its message
+    arrived after the last compaction (ordinal at or past every summary's horizon; after
+    the summary's position when it records no horizon). None when no valid report exists,
+    so the caller keeps its own estimate."""
+    floor, barrier = 0, -1
+    for pos, m in enumerate(messages):
+        if m.is_engine_written:
+            horizon = m.meta.get(USAGE_HORIZON)
+            if isinstance(horizon, int):
+                floor = max(floor, horizon)
+            else:
+                barrier = pos
+    for i in range(len(messages) - 1, barrier, -1):
+        m = messages[i]
+        if m.ordinal is None or not m.is_original:
+            continue
+        if m.ordinal < floor:
+            return None
+        report = reported_usage(m.raw)
+        if report is not None:
+            base, covers = report
+            return base + sum(t.total for t in tokens[i + 1 if covers else i:])
+    return None

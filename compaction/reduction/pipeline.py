@@ -7,7 +7,8 @@ step succeeded, so a failure anywhere leaves both the context and the archive as
     on_append(msg, policy=..., counter=..., session_id=..., tool_name=...)
         -> truncation of one arriving tool result
     before_call(messages, policy=..., counter=..., window=..., session_id=..., total_tokens=...)
-        -> pass 0 (force-clean), passes 1 and 2 when enabled, then threshold clearing
+        -> (with arrival=True: truncation of oversized results never seen on arrival),
+           pass 0 (force-clean), passes 1 and 2 when enabled, then threshold clearing
 """
 from __future__ import annotations
 
@@ -66,19 +67,42 @@ def on_append(msg: Message, *, policy: ReductionPolicy, counter: MessageCounter,
         return _unchanged([msg], f"{tool_name} is excluded from truncation")
     names = {msg.tool_call_id: tool_name} if (msg.tool_call_id and tool_name) else {}
     ed = Editor([msg], policy, counter, session_id, ReductionHooks.coerce(hooks), names)
-    limit = policy.tool(tool_name).max_chars or tc.max_chars
-    label = N.render("limit_chars", policy.language, n=N.num(limit))
-    ed.truncate(0, phase="arrival", budget_chars=limit, limit_label=label,
-                reason=f"tool output over the {limit:,}-character limit on arrival")
+    _truncate_arrived(ed, 0, tool_name)
     if not ed.records:
         return ed.result(abandoned="within the size limits")
     return ed.result()
 
 
+def _truncate_arrived(ed: Editor, i: int, tool_name: str | None) -> None:
+    limit = ed.policy.tool(tool_name).max_chars or ed.policy.truncation.max_chars
+    label = N.render("limit_chars", ed.policy.language, n=N.num(limit))
+    ed.truncate(i, phase="arrival", budget_chars=limit, limit_label=label,
+                reason=f"tool output over the {limit:,}-character limit on arrival")
+
+
+def run_arrival(ed: Editor) -> None:
+    """Truncation on arrival for every tool result of the context that has not been through
+    it: a one-shot compaction of messages the engine never saw arrive gets the same size
+    limit (and the same per-tool handlers) as an agent loop appending them one by one."""
+    tc = ed.policy.truncation
+    if not tc.enabled:
+        return
+    for i, msg in enumerate(ed.messages):
+        if msg.role != "tool" or mark_of(msg) is not None or not reducible(msg):
+            continue
+        name = ed.tool_name(msg)
+        if name in RECOVERY_TOOL_NAMES or ed.policy.is_kept(name) or name in tc.exclude_tools:
+            continue
+        _truncate_arrived(ed, i, name)
+
+
 def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: MessageCounter, window: int,
                 session_id: str, total_tokens: int,
-                hooks: ReductionHooks | dict[str, Any] | None = None) -> ReductionResult:
+                hooks: ReductionHooks | dict[str, Any] | None = None, arrival: bool = False) -> ReductionResult:
     """Reduce the live context before a model call.
+
+    ``arrival``: the messages never went through truncation on arrival (a one-shot
+    compaction of plain dicts), so that runs first, on every tool result.
 
     ``total_tokens`` is the context's current total (messages, system and tool schemas), as
     the caller keeps it; ``window`` the usable window that fractions refer to. Runs pass 0
@@ -93,6 +117,8 @@ def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: Me
     ed = Editor(messages, policy, counter, session_id, hooks, names)
     ed.events.extend(list_warnings(policy, set(names.values())))
     notes: list[str] = []
+    if arrival:
+        run_arrival(ed)
     if policy.force_clean_tools:
         run_force_clean(ed)
     if policy.passes.enabled:

@@ -87,6 +87,10 @@ class SessionImportIn(Input):
     filter_key: Annotated[Text, Field(max_length=255)] | None = Field(
         None, description="Branch filter key ('app/tool') of every message that carries none of its own "
                           "(a message may carry `filter_key` beside its fields).")
+    pinned: list[int] | None = Field(
+        None, max_length=100_000, description="Indexes of messages never evicted, truncated or cleared by a "
+                                              "compaction (a message may instead carry `pinned: true` beside its "
+                                              "fields). OpenAI-format messages only: they map one to one.")
 
 
 class SessionOut(Schema):
@@ -147,6 +151,10 @@ class AppendIn(Input):
     auto_compact: bool = Field(True, description="Check the trigger and queue a run when it fires.")
     filter_key: Annotated[Text, Field(max_length=255)] | None = Field(
         None, description="Branch filter key of every message that carries none of its own.")
+    pinned: list[int] | None = Field(
+        None, max_length=100_000, description="Indexes (in `messages`) of messages never evicted, truncated or "
+                                              "cleared by a compaction (a message may instead carry "
+                                              "`pinned: true` beside its fields).")
 
 
 class ContextSummary(Schema):

@@ -18,6 +18,7 @@ from ..services import Invalid, NotFound, rate_limits
 from ..services import runs as run_service
 from ..services import sessions as service
 from ..services.branches import clean_key, retrieve_for, split_filter_keys
+from ..services.pins import PinInvalid, split_pins
 from ..services.policies import (
     apply_service_defaults,
     build_policy,
@@ -64,7 +65,8 @@ def _session(request, session_id: int):
 def import_session(request, body: SessionImportIn):
     """Import one session (OpenAI chat JSON or JSONL, Anthropic Messages, Claude Code JSONL).
     Atomic: an invalid session writes nothing and the error names the index or line and the fault.
-    OpenAI-format messages may carry a `filter_key` beside them (branch summaries).
+    OpenAI-format messages may carry a `filter_key` and `pinned` beside them (branch summaries,
+    pinned messages).
 
     With an `Idempotency-Key` header, a repeat of the same request within 24 hours returns
     the first answer (the same session) and imports nothing; the same key with another body
@@ -73,7 +75,8 @@ def import_session(request, body: SessionImportIn):
 
     def work() -> Answer:
         rate_limits.check(request.auth, "import")
-        messages, keys = split_filter_keys(body.messages, body.filter_key)
+        messages, pinned = split_pins(body.messages, body.pinned)
+        messages, keys = split_filter_keys(messages, body.filter_key)
         imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
                                            title=body.title, external_id=body.external_id, model=body.model)
         if keys is None and body.filter_key:
@@ -82,7 +85,11 @@ def import_session(request, body: SessionImportIn):
             raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
                           f"messages (format {imported.format!r}, {len(keys)} messages given, "
                           f"{len(imported.messages)} converted)")
-        result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys)
+        if pinned and imported.format != "openai":
+            raise PinInvalid(f"pinned: pins need OpenAI-format messages that map one to one to the stored messages "
+                             f"(format {imported.format!r})")
+        result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys,
+                                        pinned=pinned)
         session = sel.get_session(request.auth.pk, result.session.pk)
         return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
                      "compaction": convert.run_ref(result.run, result.run_created)}
@@ -124,10 +131,13 @@ def append_messages(request, session_id: SessionId, body: AppendIn):
     stored totals; when it fires a run is queued and `compaction` says which. When the run
     cannot be enqueued (broker down, queue full) it runs inline before this answers:
     `compaction.inline` is true and `compaction.status` final. Each message may carry a
-    `filter_key` beside it (`app/tool`), else the body's `filter_key` applies."""
+    `filter_key` beside it (`app/tool`), else the body's `filter_key` applies, and
+    `pinned: true` (or its index in the body's `pinned` list) to keep it through every compaction."""
     session = _session(request, session_id)
-    messages, keys = split_filter_keys(body.messages, body.filter_key)
-    result = service.append_messages(session, messages, auto_compact=body.auto_compact, filter_keys=keys)
+    messages, pinned = split_pins(body.messages, body.pinned)
+    messages, keys = split_filter_keys(messages, body.filter_key)
+    result = service.append_messages(session, messages, auto_compact=body.auto_compact, filter_keys=keys,
+                                     pinned=pinned)
     s = result.session
     return 201, {
         "session_id": s.pk, "appended": len(result.positions), "positions": result.positions,

@@ -84,10 +84,27 @@ def apply_service_defaults(policy: Policy, session: Session | None = None) -> Po
     if policy.model is None and session is not None and session.model:
         overrides["model"] = session.model
     s = policy.summarizer
-    if s.model is None and s.connection is None and settings.COMPACTION_SUMMARIZER_MODEL:
+    if s.use_agent_model:
+        overrides.update(_agent_summarizer(policy, overrides.get("model") or policy.model))
+    if (s.model is None and "summarizer.model" not in overrides and s.connection is None
+            and settings.COMPACTION_SUMMARIZER_MODEL):
         overrides["summarizer.model"] = settings.COMPACTION_SUMMARIZER_MODEL
         overrides["summarizer.connection"] = connections.DEFAULT_NAME
     return policy.with_overrides(overrides) if overrides else policy
+
+
+def _agent_summarizer(policy: Policy, agent_model: str | None) -> dict[str, Any]:
+    """``use_agent_model`` in the service: the session's (or policy's) model summarizes when an
+    operator connection allows it. A model named inside a message never does (a client would
+    choose the server's network peer), so the engine's fallback to it is switched off."""
+    overrides: dict[str, Any] = {"summarizer.use_agent_model": False}
+    s = policy.summarizer
+    if s.model is None and s.connection is None and agent_model:
+        conn = next((c for c in connections.registry().values() if c.allows(agent_model)), None)
+        if conn is not None:
+            overrides["summarizer.model"] = agent_model
+            overrides["summarizer.connection"] = conn.name
+    return overrides
 
 
 def stored_policy_for(session: Session, project: Project | None = None) -> StoredPolicy | None:

@@ -34,7 +34,7 @@ from ..models import (
     StoredMessage,
     TriggerKind,
 )
-from . import Conflict, Invalid
+from . import Conflict, Invalid, pins
 from .archive import store_entry
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
@@ -207,19 +207,23 @@ def _trigger_key(keys: list) -> str | None:
 
 
 def import_session(project: Project, imported: ImportedSession, *, auto_compact: bool = True,
-                   source: str | None = None, filter_keys: list | None = None) -> WriteResult:
+                   source: str | None = None, filter_keys: list | None = None,
+                   pinned: set[int] | None = None) -> WriteResult:
     """Create a session from converted messages. Atomic: on any fault nothing is written.
-    ``filter_keys``: one branch filter key (or None) per message."""
+    ``filter_keys``: one branch filter key (or None) per message; ``pinned``: positions of
+    messages kept through every compaction (see services.pins)."""
     if not imported.messages:
         # A session starts with its first message: an empty one has nothing to count or compact.
         raise EmptyImport(f"{source + ': ' if source else ''}messages: an import needs at least one message")
     _check_fields(imported, source)
     keys = _check_keys(filter_keys, len(imported.messages))
+    pins.check_pins(pinned or set(), len(imported.messages))
     base, _row = project_policy(project)
     probe = Session(project=project, model=imported.model or "")
     policy = apply_service_defaults(base, probe)
     counter = counter_for(policy)
-    msgs = [Message(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)]
+    msgs = pins.pin([Message(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)],
+                    pinned or set())
     tokens = counter.count_many(msgs)
     tools = imported.tools or []
     tools_tokens = counter.count_tools(tools)
@@ -273,17 +277,19 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
 # -- append -------------------------------------------------------------------------------------
 
 def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True,
-                    filter_keys: list | None = None) -> WriteResult:
+                    filter_keys: list | None = None, pinned: set[int] | None = None) -> WriteResult:
     """Append original messages to the history and the live context.
 
     Validation (shape and tool-call pairing against the session so far) happens under the
     session lock, so concurrent appends are applied one after the other, in full or not
     at all. Tokens are counted before the lock (they depend only on the message).
-    ``filter_keys``: one branch filter key (or None) per message.
+    ``filter_keys``: one branch filter key (or None) per message; ``pinned``: positions (in
+    ``raws``) of messages kept through every compaction (see services.pins).
     """
     if not isinstance(raws, list) or not raws:
         raise Invalid("messages: give at least one message")
     keys = _check_keys(filter_keys, len(raws))
+    pins.check_pins(pinned or set(), len(raws))
     for k, raw in enumerate(raws):
         try:
             validate_message(raw, k)
@@ -304,8 +310,8 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         previous_message_at = locked.last_message_at
         StoredMessage.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
                                      for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
-        new_msgs = [Message(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
-                    for k, raw in enumerate(raws)]
+        new_msgs = pins.pin([Message(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
+                             for k, raw in enumerate(raws)], pinned or set())
         live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
                                               _names_for(locked, raws))
         for entry in entries:

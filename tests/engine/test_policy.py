@@ -33,7 +33,7 @@ def test_seed_presets_carry_their_documented_defaults():
     assert eino.summarizer.retry.max_retries == 0
     deep = get_preset("deepagents")
     assert (deep.trigger.fraction, deep.fallback_context_window, deep.cut.keep_messages, deep.cut.keep_fraction,
-            deep.reserved_output_tokens) == (0.85, 32_768, 6, 0.25, 4096)
+            deep.summarizer.params["max_tokens"]) == (0.85, 32_768, 6, 0.25, 4096)
     assert deep.cut.user_turn == "require"
     trpc = get_preset("trpc")
     assert trpc.trigger.kind == "window_fraction_since_summary" and trpc.trigger.fraction == 0.5
