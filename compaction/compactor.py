@@ -109,13 +109,15 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
         return reduction_only(trig.condition.reason)
+    # Guarding an overflow, reduction alone is enough only when it lands at the target;
+    # stopping just under the window would have the next call overflow again.
     if (reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens)
-            and not (run.over_window and _over(run, reduced))):
+            and not (run.over_window and not _landed(run, reduced))):
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
-    if run.over_window and not _over(run, reduced):
-        return reduction_only("tool-output reduction brought the context within the usable window")
+    if run.over_window and _landed(run, reduced):
+        return reduction_only("tool-output reduction brought the context to the landing target")
     plan = plan_eviction(run, reduced)
     if isinstance(plan, NoCut):
         return reduction_only(plan.reason)
@@ -128,8 +130,8 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
     return Compaction(trig.trigger, reduced, tuple(plan.notes), list(run.events), finalized)
 
 
-def _over(run: RunContext, step: ReductionStep) -> bool:
-    return sum(t.total for t in step.tokens) + run.tools_tokens > run.usable_window
+def _landed(run: RunContext, step: ReductionStep) -> bool:
+    return sum(t.total for t in step.tokens) + run.tools_tokens <= run.landing_target
 
 
 def _still_over(run: RunContext, messages: list[Message]) -> bool:
