@@ -150,15 +150,22 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
     target = run.landing_target
     landing = landing_estimate(run, reduced, plan, total)
     if landing > target and (policy.landing.move_cut or run.over_window):
-        tail = sum(t.total for t in reduced.tokens[plan.tail_start:])
-        room = max(0, target - (landing - tail))
-        tighter_policy = policy.cut.model_copy(update={"keep_fraction": min(policy.cut.keep_fraction,
-                                                                             room / run.window)})
-        tighter = plan_cut(reduced.messages, reduced.tokens, tighter_policy, run.window,
-                           policy.pin_first_user_message)
-        if isinstance(tighter, CutPlan) and len(tighter.evicted) > len(plan.evicted):
-            plan = tighter
+        moved = False
+        # A few rounds: each evicts more, which makes the summary estimate larger too.
+        for _ in range(4):
+            tail = sum(t.total for t in reduced.tokens[plan.tail_start:])
+            room = max(0, target - (landing - tail))
+            tighter_policy = policy.cut.model_copy(update={"keep_fraction": min(policy.cut.keep_fraction,
+                                                                                 room / run.window)})
+            tighter = plan_cut(reduced.messages, reduced.tokens, tighter_policy, run.window,
+                               policy.pin_first_user_message)
+            if not isinstance(tighter, CutPlan) or len(tighter.evicted) <= len(plan.evicted):
+                break
+            plan, moved = tighter, True
             landing = landing_estimate(run, reduced, plan, total)
+            if landing <= target:
+                break
+        if moved:
             plan.notes.append(f"moved the cut back past the tail bounds so the context lands near the target of "
                               f"{target:,} tokens (about {landing:,} expected)")
     freed = total - landing
