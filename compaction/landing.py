@@ -9,7 +9,7 @@ window (window minus reserved output):
   threshold, or half of the usable window when that is lower or the trigger has none).
 - **minimum freed**: a compaction that cannot free this much does not run, and the trigger
   waits until this many new tokens arrived (``landing.min_freed``; default 10% of the
-  usable window). The same minimum is the yardstick of ``thrash`` in a replay report.
+  usable window, at most a quarter of the trigger's lowest context-token threshold). The same minimum is the yardstick of ``thrash`` in a replay report.
 - **usable window**: the overflow guard's line. Nothing here decides whether to compact;
   it only names the numbers, so the policy can refuse contradictions at load and the
   dashboard and CLI can warn about thresholds the guard will pre-empt.
@@ -27,6 +27,7 @@ __all__ = ["DEFAULT_MIN_FREED_SHARE", "DEFAULT_TARGET_SHARE", "as_tokens", "land
 
 DEFAULT_TARGET_SHARE = 0.5       # of the trigger threshold
 DEFAULT_MIN_FREED_SHARE = 0.10   # of the usable window
+DEFAULT_MIN_FREED_CAP = 0.25     # of the trigger threshold
 
 
 def as_tokens(value: float, usable: int) -> int:
@@ -49,11 +50,16 @@ def landing_target(target: float | None, trigger: Condition, window: int, reserv
     return int(DEFAULT_TARGET_SHARE * basis)
 
 
-def min_freed(value: float | None, window: int, reserved: int) -> int:
+def min_freed(value: float | None, trigger: Condition, window: int, reserved: int) -> int:
     usable = usable_window(window, reserved)
-    if value is None:
-        return int(DEFAULT_MIN_FREED_SHARE * usable)
-    return as_tokens(value, usable)
+    if value is not None:
+        return as_tokens(value, usable)
+    minimum = int(DEFAULT_MIN_FREED_SHARE * usable)
+    threshold = trigger_threshold(trigger, window, reserved)
+    if threshold is not None:
+        # a trigger far below the window must still be able to compact
+        minimum = min(minimum, int(DEFAULT_MIN_FREED_CAP * threshold))
+    return minimum
 
 
 def threshold_warnings(trigger: Condition, clearing_tokens: int | None, window: int, reserved: int) -> list[str]:

@@ -133,7 +133,7 @@ class FinalizePolicy(_Strict):
 
 class LandingPolicy(_Strict):
     target: float | None = Field(None, gt=0, description="Landing target: a compaction moves its cut back (within the safe-cut rules) until the context is at or below this; at most 1 is a share of the usable window, more is tokens. None: half of the trigger's lowest context-token threshold (half of the usable window when that is lower or the trigger has no token threshold). The kept tail's own minimum (unanswered tool calls, a required user turn) can keep a context above it. Must not lie above the trigger threshold.")
-    min_freed: float | None = Field(None, ge=0, description="Minimum a compaction must free, tool-output clearing included: a compaction that would free less does not run, and the trigger is not re-armed until this many new tokens arrived. At most 1 is a share of the usable window, more is tokens; None: 10% of the usable window; 0: no minimum. Replay reports count as thrash every compaction that fired less than this after the previous one. Must not exceed the usable window.")
+    min_freed: float | None = Field(None, ge=0, description="Minimum a compaction must free, tool-output clearing included: a compaction that would free less does not run, and the trigger is not re-armed until this many new tokens arrived. At most 1 is a share of the usable window, more is tokens; None: 10% of the usable window, at most a quarter of the trigger's lowest context-token threshold; 0: no minimum. Replay reports count as thrash every compaction that fired less than this after the previous one. Must not exceed the usable window.")
     move_cut: bool = Field(True, description="Move the cut past the kept-tail bounds (cut.keep_messages, cut.keep_fraction) when that is what it takes to reach the target. Off keeps the tail bounds as given (presets that reproduce a seed); the overflow guard moves the cut regardless when the context does not fit the usable window.")
 
 
@@ -227,7 +227,7 @@ class Policy(_Strict):
                 raise PolicyError(f"the landing target of {target:,} tokens lies above the usable window of "
                                   f"{usable:,} tokens", field="landing.target")
         if self.landing.min_freed is not None:
-            minimum = min_freed(self.landing.min_freed, window, self.reserved_output_tokens)
+            minimum = min_freed(self.landing.min_freed, self.trigger, window, self.reserved_output_tokens)
             if minimum > usable:
                 raise PolicyError(f"the minimum freed of {minimum:,} tokens lies above the usable window of "
                                   f"{usable:,} tokens; no compaction could ever free it", field="landing.min_freed")
@@ -297,7 +297,7 @@ class Policy(_Strict):
     def landing_numbers(self, window: int) -> tuple[int, int]:
         """(landing target, minimum freed) in tokens at ``window``."""
         return (landing_target(self.landing.target, self.trigger, window, self.reserved_output_tokens),
-                min_freed(self.landing.min_freed, window, self.reserved_output_tokens))
+                min_freed(self.landing.min_freed, self.trigger, window, self.reserved_output_tokens))
 
 
 def _clean_loc(loc: tuple[int | str, ...]) -> str:

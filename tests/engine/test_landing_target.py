@@ -31,6 +31,12 @@ def test_the_defaults_are_half_the_trigger_and_a_tenth_of_the_usable_window():
     assert p.landing_numbers(10_000) == (3000, 1000)
 
 
+def test_the_default_minimum_never_stops_a_trigger_far_below_the_window():
+    """6,000 tokens at a 128k window: 10% of the window could never be freed at the trigger."""
+    p = Policy.load({"context_window": 128_000, "trigger": {"kind": "tokens", "threshold": 6000}})
+    assert p.landing_numbers(128_000) == (3000, 1500)
+
+
 def _summarizing(llm_server, llm_settings, **landing):
     """A policy whose summaries come from the scripted server (a summary within its word
     budget), whose tail bounds alone would keep 90% of the window verbatim."""
