@@ -86,9 +86,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def format_report(r: JSONObject) -> str:
-    lines = [f"session {r['session']}  policy {r['policy']}  window {r['window']:,} ({r['window_source']})  counter {r['counter']}",
+    lines = [f"session {r['session']}  policy {r['policy']}  window {r['window']:,} ({r['window_source']}), usable "
+             f"{r.get('usable_window', r['window']):,}  counter {r['counter']}",
              f"messages {r['messages']}  model calls {r['model_calls']}  compactions {len(r['compactions'])}  "
-             f"LLM calls {r['llm_calls']}  overflow calls {r['overflow_calls']}",
+             f"LLM calls {r['llm_calls']}  overflow calls {r['overflow_calls']}"
+             + (f" ({r['oversized_calls']} with a single message larger than the usable window)"
+                if r.get("oversized_calls") else "")
+             + f"  thrash {r.get('thrash', 0)}",
              f"peak context {r['peak_context_tokens']:,} tokens  final context {r['final_context_tokens']:,} tokens",
              f"tool output: cleared {r['tokens_cleared']:,} tokens, truncated {r['tokens_truncated']:,} tokens, "
              f"{r['reduction_events']} reduction events, {r['summaries_avoided_by_reduction']} LLM summaries avoided"
@@ -103,6 +107,8 @@ def format_report(r: JSONObject) -> str:
                          f"{c['summary_tokens']:>8,} {ret:>7} {ratio:>7} {c['attempts']:>5}  {c['trigger'] or ''}")
     for f in r.get("failed_compactions", []):
         lines.append(f"failed at {f['at']}: {f['error']}")
+    for w in r.get("warnings", []):
+        lines.append(f"warning: {w}")
     integ = r["integrity"]
     lines.append("")
     lines.append(f"integrity: tool pairs {'ok' if integ['tool_pairs_ok'] else 'BROKEN'}, "
@@ -133,7 +139,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
     if args.docs:
         print(markdown())
         return 0
-    print(json.dumps(build_policy(args).to_json(), indent=2, ensure_ascii=False))
+    policy = build_policy(args)
+    print(json.dumps(policy.to_json(), indent=2, ensure_ascii=False))
+    for w in policy.warnings():
+        print(f"warning: {w}", file=sys.stderr)
     return 0
 
 

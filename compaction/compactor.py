@@ -36,6 +36,7 @@ from .steps import (
     ReductionStep,
     SummaryDeclined,
     TailorStep,
+    TooLittleFreed,
     check_trigger,
     finalize_context,
     fires_again,
@@ -93,28 +94,49 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
     trig = check_trigger(run)
     reduced = reduce_tool_output(run)
 
-    def reduction_only(note: str, trigger: dict[str, Any] = trig.trigger) -> Compaction | Skipped:
+    def reduction_only(note: str, trigger: dict[str, Any] = trig.trigger, wait: int = 0) -> Compaction | Skipped:
         if not reduced.reduced:
-            return Skipped(note, trigger)
+            return Skipped(note, trigger, wait_tokens=wait)
         return Compaction(trigger, reduced, (note,), list(run.events))
 
     if trig.condition is not None and not trig.condition.fired:
+        freed = run.before.total - (sum(t.total for t in reduced.tokens) + run.tools_tokens)
+        if reduced.reduced and freed < run.min_freed:
+            # Rewriting the prefix for a few tokens breaks the provider's prompt cache for little gain.
+            return Skipped(f"tool-output reduction would free {freed:,} tokens, less than the minimum of "
+                           f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
+                           trig.trigger, wait_tokens=run.min_freed)
         if reduced.reduced:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
         return reduction_only(trig.condition.reason)
-    if reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens):
+    # Guarding an overflow, reduction alone is enough only when it lands at the target;
+    # stopping just under the window would have the next call overflow again.
+    if (reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens)
+            and not (run.over_window and not _landed(run, reduced))):
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
+    if run.over_window and _landed(run, reduced):
+        return reduction_only("tool-output reduction brought the context to the landing target")
     plan = plan_eviction(run, reduced)
     if isinstance(plan, NoCut):
         return reduction_only(plan.reason)
+    if isinstance(plan, TooLittleFreed):
+        return reduction_only(plan.reason, wait=plan.wait_tokens)
     summary = summarize_span(run, reduced, plan)
     if isinstance(summary, SummaryDeclined):
         return reduction_only(summary.reason)
     finalized = finalize_context(run, reduced, summary)
     return Compaction(trig.trigger, reduced, tuple(plan.notes), list(run.events), finalized)
+
+
+def _landed(run: RunContext, step: ReductionStep) -> bool:
+    return sum(t.total for t in step.tokens) + run.tools_tokens <= run.landing_target
+
+
+def _still_over(run: RunContext, messages: list[Message]) -> bool:
+    return sum(t.total for t in run.counter.count_many(messages)) + run.tools_tokens > run.usable_window
 
 
 def build_outcome(run: RunContext, done: Compaction, tail: TailorStep | None) -> Outcome:
@@ -202,8 +224,12 @@ class Compactor:
                           parent_request=parent_request if parent_request is not None else self.parent_request)
         done = run_steps(run)
         tail = None
+        current = done.messages if isinstance(done, Compaction) else run.messages
         if tailoring.active(self.policy):
-            tail = tailor_context(run, done.messages if isinstance(done, Compaction) else run.messages)
+            tail = tailor_context(run, current)
+        elif run.over_window and _still_over(run, current):
+            # The overflow guard's last resort: drop whole oldest rounds until the call fits.
+            tail = tailor_context(run, current, guard=True)
         if isinstance(done, Skipped):
             if tail is None or not tail.dropped:
                 return done

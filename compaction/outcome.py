@@ -13,12 +13,17 @@ class Skipped:
     """No compaction happened; ``reason`` says why. Falsy, so ``if outcome:`` reads naturally."""
     reason: str
     trigger: dict[str, Any] | None = None
+    #: the compaction would have freed too little: the trigger waits for this many new tokens
+    wait_tokens: int = 0
 
     def __bool__(self) -> bool:
         return False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"compacted": False, "reason": self.reason, "trigger": self.trigger}
+        out = {"compacted": False, "reason": self.reason, "trigger": self.trigger}
+        if self.wait_tokens:
+            out["wait_tokens"] = self.wait_tokens
+        return out
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,15 @@ from .conditions import (
     WindowFractionSinceSummaryCondition,
 )
 from .errors import PolicyError
+from .landing import landing_target, min_freed, threshold_warnings, trigger_threshold
 from .prompt_templates import validate_cache_safe_prompt, validate_prompt
 from .reduction.config import ReductionPolicy
+from .windows import resolve_window, usable_window
 
 # The trigger conditions are part of the policy's vocabulary; they live in .conditions.
 __all__ = [
     "AllCondition", "AnyCondition", "BranchesPolicy", "Condition", "CutPolicy", "FinalizePolicy", "HooksPolicy",
-    "IdleCondition", "MessagesCondition", "MessagesSinceSummaryCondition", "Policy", "RetryPolicy", "SkillsPolicy",
+    "IdleCondition", "LandingPolicy", "MessagesCondition", "MessagesSinceSummaryCondition", "Policy", "RetryPolicy", "SkillsPolicy",
     "SummarizerPolicy", "TailoringPolicy", "TokensCondition", "TokensSinceSummaryCondition",
     "WindowFractionCondition", "WindowFractionSinceSummaryCondition", "policy_error", "set_dotted",
 ]
@@ -144,6 +146,14 @@ class FinalizePolicy(_Strict):
     language: str = Field("en", description="Language of the texts the engine writes into a context.")
 
 
+# -- landing ---------------------------------------------------------------------------
+
+class LandingPolicy(_Strict):
+    target: float | None = Field(None, gt=0, description="Landing target: a compaction moves its cut back (within the safe-cut rules) until the context is at or below this; at most 1 is a share of the usable window, more is tokens. None: half of the trigger's lowest context-token threshold (half of the usable window when that is lower or the trigger has no token threshold). The kept tail's own minimum (unanswered tool calls, a required user turn) can keep a context above it. Must not lie above the trigger threshold.")
+    min_freed: float | None = Field(None, ge=0, description="Minimum a compaction must free, tool-output clearing included: a compaction that would free less does not run, and the trigger is not re-armed until this many new tokens arrived. At most 1 is a share of the usable window, more is tokens; None: 10% of the usable window, at most a quarter of the trigger's lowest context-token threshold; 0: no minimum. Replay reports count as thrash every compaction that fired less than this after the previous one. Must not exceed the usable window.")
+    move_cut: bool = Field(True, description="Move the cut past the kept-tail bounds (cut.keep_messages, cut.keep_fraction) when that is what it takes to reach the target. Off keeps the tail bounds as given (presets that reproduce a seed); the overflow guard moves the cut regardless when the context does not fit the usable window.")
+
+
 # -- tailoring, branches, hooks ----------------------------------------------------------
 
 class TailoringPolicy(_Strict):
@@ -210,12 +220,35 @@ class Policy(_Strict):
     tailoring: TailoringPolicy = Field(default_factory=TailoringPolicy)
     branches: BranchesPolicy = Field(default_factory=BranchesPolicy)
     hooks: HooksPolicy = Field(default_factory=HooksPolicy)
+    landing: LandingPolicy = Field(default_factory=LandingPolicy)
     pin_first_user_message: bool = Field(False, description="Never evict the first user message (the task statement).")
 
     @model_validator(mode="after")
     def _check_encoding(self) -> Policy:
         if self.encoding and self.encoding not in ("o200k_base", "cl100k_base", "p50k_base"):
             raise ValueError(f"unknown encoding {self.encoding!r}; offline encodings are o200k_base, cl100k_base, p50k_base")
+        return self
+
+    @model_validator(mode="after")
+    def _check_landing(self) -> Policy:
+        """Refuse targets that contradict the trigger or the window (they could never hold)."""
+        window, _ = resolve_window(self)
+        usable = usable_window(window, self.reserved_output_tokens)
+        if self.landing.target is not None:
+            target = landing_target(self.landing.target, self.trigger, window, self.reserved_output_tokens)
+            threshold = trigger_threshold(self.trigger, window, self.reserved_output_tokens)
+            if threshold is not None and target > threshold:
+                raise PolicyError(f"the landing target of {target:,} tokens lies above the trigger threshold of "
+                                  f"{threshold:,} tokens; a compaction would leave the context still due",
+                                  field="landing.target")
+            if target > usable:
+                raise PolicyError(f"the landing target of {target:,} tokens lies above the usable window of "
+                                  f"{usable:,} tokens", field="landing.target")
+        if self.landing.min_freed is not None:
+            minimum = min_freed(self.landing.min_freed, self.trigger, window, self.reserved_output_tokens)
+            if minimum > usable:
+                raise PolicyError(f"the minimum freed of {minimum:,} tokens lies above the usable window of "
+                                  f"{usable:,} tokens; no compaction could ever free it", field="landing.min_freed")
         return self
 
     @model_validator(mode="after")
@@ -270,6 +303,20 @@ class Policy(_Strict):
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    # -- what the guard stands in for ---------------------------------------------------
+    def warnings(self) -> list[str]:
+        """Settings that load but cannot work as written at this policy's window: thresholds
+        above the usable window, which the overflow guard pre-empts."""
+        window, _ = resolve_window(self)
+        clearing = self.reduction.clearing.trigger_tokens if (self.reduction.enabled and
+                                                              self.reduction.clearing.enabled) else None
+        return threshold_warnings(self.trigger, clearing, window, self.reserved_output_tokens)
+
+    def landing_numbers(self, window: int) -> tuple[int, int]:
+        """(landing target, minimum freed) in tokens at ``window``."""
+        return (landing_target(self.landing.target, self.trigger, window, self.reserved_output_tokens),
+                min_freed(self.landing.min_freed, self.trigger, window, self.reserved_output_tokens))
+
 
 def _clean_loc(loc: tuple[int | str, ...]) -> str:
     """Dotted field path without pydantic's union tags (trigger.any.conditions.0.tokens.threshold
@@ -291,6 +338,11 @@ def policy_error(exc: ValidationError) -> PolicyError:
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
+    raised = (first.get("ctx") or {}).get("error")
+    if isinstance(raised, PolicyError) and raised.field:
+        # a whole-policy check that knows which field is at fault
+        loc = ".".join(p for p in (loc, raised.field) if p)
+        msg = str(raised)[len(raised.field) + 2:]
     more = len(exc.errors()) - 1
     if more:
         msg += f" (and {more} more problem{'s' if more > 1 else ''})"

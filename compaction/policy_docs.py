@@ -55,5 +55,31 @@ def markdown() -> str:
               "| kind | parameters |", "|---|---|"]
     for kind, params in trigger_kinds():
         lines.append(f"| `{kind}` | {params} |")
-    lines.append("")
+    lines += ["", GUARDS]
     return "\n".join(lines)
+
+
+GUARDS = """## Guards every policy gets
+
+**Overflow guard.** Before every model call (`CompactionSession.before_model_call`, each call
+of a replay, every run of the service), a context whose count is above the usable window
+(window minus reserved output) is compacted whatever the trigger says: tool-output reduction
+(the policy's own, then cutting any tool result over half the landing target to head and
+tail, original archived), then a summary with the cut moved back to the landing target, then
+dropping whole oldest rounds down to the landing target. Only a message that is not a tool
+result and is by itself larger than the usable window can still overflow; replay reports
+count those calls as `oversized_calls`. A trigger or clearing threshold above the usable
+window loads with a warning (`Policy.warnings()`; the CLI, the API's policy responses and
+`POST /api/policies/validate`, and the tuning page show it).
+
+**Landing target and hysteresis** (`landing.*`). A compaction moves its cut back until the
+context lands at or below `landing.target`. One that would free less than
+`landing.min_freed` (tool-output clearing included) does not run, and the trigger re-arms
+only once that many new tokens arrived; after any compaction the trigger also waits for that
+many. Replay reports count `thrash`: compactions that fired less than the minimum (10% of the
+usable window when the policy sets none) after the previous one. A target above the trigger
+threshold or a minimum above the usable window is refused at load, naming the field.
+
+**Seed presets** keep their seed's kept-tail bounds and fire whenever their trigger does
+(`landing.move_cut` off, `landing.min_freed` 0): they gain only the overflow guard.
+"""

@@ -27,6 +27,15 @@ Seed details that are easy to get wrong:
   (``summarizer.on_failure = "keep"``).
 - eino: the trigger reads the latest provider-reported usage plus an estimate of what came
   after it (``count_from_usage``); without recorded usage it is the chars/4 estimate.
+
+Guards. Every preset gains the overflow guard: a model call whose context would not fit the
+usable window is compacted whatever the trigger says (reduction, summary, then dropping
+whole oldest rounds), landing at the landing target. None of the seeds defines what happens
+then; they send the call over the window. ``default`` also lands each compaction at half its
+trigger threshold and skips compactions that would free less than 10% of the usable window
+(the trigger re-arms after that many new tokens). The seed presets keep the seeds' own
+kept-tail bounds and fire whenever their trigger says (``landing.move_cut`` off,
+``landing.min_freed`` 0); their reduction keeps the seed's own minimum (``clear_at_least``).
 """
 from __future__ import annotations
 
@@ -36,6 +45,10 @@ from .errors import PolicyError
 from .messages import JSONObject
 from .policy import Policy
 from .reduction import config as reduction_config
+
+# The seeds define their kept tail and fire whenever their trigger does: no landing target
+# moves their cut and no minimum holds them back (only the overflow guard applies).
+SEED_LANDING: JSONObject = {"min_freed": 0, "move_cut": False}
 
 
 def _default() -> JSONObject:
@@ -54,6 +67,7 @@ def _default() -> JSONObject:
 def _eino() -> JSONObject:
     return {
         "name": "eino",
+        "landing": SEED_LANDING,
         "description": "Eino summarization + reduction middlewares at their defaults.",
         "counter": "approx",
         "count_from_usage": True,
@@ -69,6 +83,7 @@ def _eino() -> JSONObject:
 def _deepagents() -> JSONObject:
     return {
         "name": "deepagents",
+        "landing": SEED_LANDING,
         "description": "DeepAgents SummarizationMiddleware at its defaults (cannot cut single-turn runs).",
         "counter": "approx",
         "fallback_context_window": 32_768,
@@ -84,6 +99,7 @@ def _deepagents() -> JSONObject:
 def _trpc() -> JSONObject:
     return {
         "name": "trpc",
+        "landing": SEED_LANDING,
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
@@ -106,6 +122,7 @@ def _trpc() -> JSONObject:
 def _sagents() -> JSONObject:
     return {
         "name": "sagents",
+        "landing": SEED_LANDING,
         "description": "Sagents Summarization: 170k tokens, keep 6 messages, backwards safe-cutoff search.",
         "counter": "approx",
         "trigger": {"kind": "tokens", "threshold": 170_000},
@@ -118,6 +135,7 @@ def _sagents() -> JSONObject:
 def _langchain() -> JSONObject:
     return {
         "name": "langchain",
+        "landing": SEED_LANDING,
         "description": "LangChain v1 SummarizationMiddleware: token trigger, keep 20 messages, summarizer sees the last 4,000 tokens.",
         "counter": "approx",
         "trigger": {"kind": "tokens", "threshold": 4000},
@@ -130,6 +148,7 @@ def _langchain() -> JSONObject:
 def _anthropic_clear() -> JSONObject:
     return {
         "name": "anthropic-clear-tool-uses",
+        "landing": SEED_LANDING,
         "description": "Anthropic's clear_tool_uses context edit: clear old tool results over 100k tokens, keep 3 tool uses. No summaries.",
         "summarize": False,
         "trigger": {"kind": "tokens", "threshold": 100_000},
@@ -140,6 +159,7 @@ def _anthropic_clear() -> JSONObject:
 def _langchain_context_editing() -> JSONObject:
     return {
         "name": "langchain-context-editing",
+        "landing": SEED_LANDING,
         "description": "LangChain ContextEditingMiddleware with ClearToolUsesEdit defaults. No summaries.",
         "summarize": False,
         "counter": "approx",

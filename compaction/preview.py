@@ -65,7 +65,7 @@ class PolicyPreview:
 
     @property
     def baseline_overflow_calls(self) -> int:
-        return sum(1 for v in self.baseline if v > self.report.window)
+        return sum(1 for v in self.baseline if v > self.report.usable_window)
 
     @property
     def cost(self) -> float | None:

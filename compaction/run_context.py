@@ -158,6 +158,22 @@ class RunContext:
     def usable_window(self) -> int:
         return usable_window(self.window, self.policy.reserved_output_tokens)
 
+    @property
+    def over_window(self) -> bool:
+        """The overflow guard's test: the context as passed would not fit the usable window."""
+        return self.before.total > self.usable_window
+
+    @property
+    def landing_target(self) -> int:
+        return self.policy.landing_numbers(self.window)[0]
+
+    @property
+    def min_freed(self) -> int:
+        """What a compaction must free to be worth running; 0 when forced or guarding."""
+        if self.force or self.over_window:
+            return 0
+        return self.policy.landing_numbers(self.window)[1]
+
     def emit(self, event: Event) -> None:
         event.setdefault("at", self.clock())
         self.events.append(event)

@@ -41,6 +41,12 @@ class CompactionSession:
         self.outcomes: list[Outcome] = []
         self._tool_names: dict[str, str] = {}
         self.truncation_events: list[dict[str, Any]] = []
+        self.usable_window = usable_window(self.compactor.window, self.policy.reserved_output_tokens)
+        self.landing_target, self.min_freed = self.policy.landing_numbers(self.compactor.window)
+        # Hysteresis: tokens that arrived so far, and the count at which the trigger re-arms
+        # (after a compaction, or after one that would have freed too little).
+        self.arrived_tokens = 0
+        self.rearm_at = 0
 
     # -- feeding -------------------------------------------------------------------
     def append(self, raw: dict[str, Any], at: float | None = None, *, pinned: bool = False) -> Message:
@@ -52,6 +58,7 @@ class CompactionSession:
             self._tool_names.update(tool_name_index([msg]))
         if msg.role == "tool" and self.policy.reduction.enabled:
             msg = self._truncate_on_arrival(msg)
+        self.arrived_tokens += self.live.tokens[-1].total
         return msg
 
     def extend(self, raws: list[dict[str, Any]]) -> None:
@@ -109,13 +116,30 @@ class CompactionSession:
         if isinstance(out, Outcome):
             self.live.replace(out.messages, summarized=out.summarized)
             self.outcomes.append(out)
+            self.rearm_at = self.arrived_tokens + self.min_freed
+        elif out.wait_tokens:
+            self.rearm_at = self.arrived_tokens + out.wait_tokens
         return out
 
     def before_model_call(self, **kwargs: Any) -> Outcome | Skipped | None:
-        """What an agent loop calls before each model call: compact when anything is due."""
+        """What an agent loop calls before each model call. A context over the usable window is
+        always compacted (the overflow guard); otherwise it compacts when anything is due and
+        the trigger is armed, i.e. at least ``min_freed`` tokens arrived since the last
+        compaction (or since one that would have freed too little)."""
+        if self.over_window():
+            return self.compact(**kwargs)
+        if not self.armed():
+            return None
         if self.should_compact().fired or self.reduction_due() or self.tailoring_due():
             return self.compact(**kwargs)
         return None
+
+    def over_window(self) -> bool:
+        """O(1): the context would not fit the usable window (window minus reserved output)."""
+        return self.live.total_tokens > self.usable_window
+
+    def armed(self) -> bool:
+        return self.arrived_tokens >= self.rearm_at
 
     def tailoring_due(self) -> bool:
         return tailoring_due(self.policy, self.live.total_tokens, self.compactor.window)

@@ -17,6 +17,7 @@ from typing import Any
 from .archive import ArchiveBackend, MemoryArchive
 from .context import tool_pairs_ok
 from .errors import CompactionError, SummaryError
+from .landing import DEFAULT_MIN_FREED_SHARE
 from .messages import canonical_json
 from .outcome import Outcome
 from .policy import Policy
@@ -140,6 +141,14 @@ class SimulationReport:
     summaries_avoided_by_reduction: int
     integrity: Integrity
     elapsed_s: float
+    #: model calls over the usable window only because one message is itself larger than it
+    oversized_calls: int = 0
+    #: compactions that fired less than the minimum freed (landing.min_freed, or 10% of the
+    #: usable window when the policy sets none) of new tokens after the previous one
+    thrash: int = 0
+    usable_window: int = 0
+    #: settings that cannot work as written at this window (the overflow guard stands in)
+    warnings: tuple[str, ...] = ()
     #: LLM summaries the same replay makes without reduction (counterfactual runs only).
     summaries_without_reduction: int | None = None
     kept: KeptContexts | None = None
@@ -159,7 +168,11 @@ class SimulationReport:
             "peak_context_tokens": self.peak_context_tokens,
             "final_context_tokens": self.final_context_tokens,
             "final_context_messages": self.final_context_messages,
+            "usable_window": self.usable_window,
             "overflow_calls": self.overflow_calls,
+            "oversized_calls": self.oversized_calls,
+            "thrash": self.thrash,
+            "warnings": list(self.warnings),
             "llm_calls": self.llm_calls,
             "tokens_cleared": self.tokens_cleared,
             "tokens_truncated": self.tokens_truncated,
@@ -197,6 +210,11 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     started = time.perf_counter()
     session = CompactionSession(policy, archive=archive or MemoryArchive(), session_id=session_id, tools=tools)
     window = session.compactor.window
+    usable = session.usable_window
+    # a policy without a minimum (landing.min_freed = 0) is measured against the default one
+    thrash_floor = session.min_freed or int(DEFAULT_MIN_FREED_SHARE * usable)
+    last_compaction_at: int | None = None
+    thrash = oversized = 0
     model_calls = overflow = llm_calls = 0
     peak = 0
     pairs_ok = True
@@ -219,14 +237,19 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                 if not out.summarized and any("no summary needed" in n for n in out.notes):
                     summaries_avoided += 1
                 compactions.append(FiredCompaction.of(index, out))
+                if last_compaction_at is not None and session.arrived_tokens - last_compaction_at < thrash_floor:
+                    thrash += 1
+                last_compaction_at = session.arrived_tokens
                 if not tool_pairs_ok(out.context):
                     pairs_ok = False
             model_calls += 1
             size = session.total_tokens
             contexts.append(size)
             peak = max(peak, size)
-            if size > window:
+            if size > usable:
                 overflow += 1
+                if max((t.total for t in session.live.tokens), default=0) > usable:
+                    oversized += 1
         session.append(raw)
         if progress is not None:
             progress(index + 1, total)
@@ -266,6 +289,10 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         final_context_tokens=session.total_tokens,
         final_context_messages=len(context),
         overflow_calls=overflow,
+        oversized_calls=oversized,
+        thrash=thrash,
+        usable_window=usable,
+        warnings=tuple(session.policy.warnings()),
         llm_calls=llm_calls,
         tokens_cleared=sum(c.tokens_cleared for c in compactions),
         tokens_truncated=sum(c.tokens_truncated for c in compactions) + _arrival_truncated(session),

@@ -27,6 +27,13 @@ from .finalize import FinalizeInput, run_finalizer
 from .ledger import Fate
 from .messages import Message, Provenance, text_of
 from .policy import Policy, SummarizerPolicy
+from .reduction.config import (
+    RECOVERY_TOOL_NAMES,
+    ClearingConfig,
+    PassesConfig,
+    ReductionPolicy,
+    TruncationConfig,
+)
 from .reduction.pipeline import before_call
 from .reduction.result import ReductionLedgerRow
 from .retention import retention
@@ -49,6 +56,11 @@ class TriggerStep:
 def check_trigger(run: RunContext) -> TriggerStep:
     if run.force:
         return TriggerStep({"kind": "manual", "fired": True, "reason": "forced"}, None)
+    if run.over_window:
+        # The overflow guard: the call would not fit, whatever the policy's trigger says.
+        return TriggerStep({"kind": "overflow_guard", "fired": True,
+                            "reason": f"overflow guard: context {run.before.total:,} tokens > usable window "
+                                      f"{run.usable_window:,}"}, None)
     st, sm = since_last_summary(run.messages, run.tokens)
     total = measured_total(run.policy, run.messages, run.tokens, run.before.total)
     cond = evaluate(run.policy.trigger, run.trigger_state(total, len(run.messages), st, sm))
@@ -94,37 +106,115 @@ def reduce_tool_output(run: RunContext) -> ReductionStep:
     trigger fired: it is cheap and needs no LLM."""
     unchanged = ReductionStep(run.messages, run.tokens)
     policy = run.policy
-    if not policy.reduction.enabled:
-        return unchanged
-    run.step("reduce")
-    rr = before_call(run.messages, policy=policy.reduction, counter=run.counter, window=run.usable_window,
-                     session_id=run.session_id, total_tokens=run.before.total, hooks=run.hooks.own.reduction or None,
-                     arrival=run.unseen_arrivals)
+    step = unchanged
+    if policy.reduction.enabled:
+        run.step("reduce")
+        step = _reduce(run, unchanged, policy.reduction, run.before.total, arrival=run.unseen_arrivals)
+    if run.over_window:
+        total = sum(t.total for t in step.tokens) + run.tools_tokens
+        if total > run.usable_window:
+            step = _reduce(run, step, guard_truncation(policy.reduction, run.landing_target), total)
+    return step
+
+
+def guard_truncation(reduction: ReductionPolicy, landing_target: int) -> ReductionPolicy:
+    """The overflow guard's reduction: every tool result over half the landing target is cut
+    to head + tail (original archived), whether or not the policy reduces tool output, so
+    that only a message that is not a tool result can stay larger than the window."""
+    return ReductionPolicy(
+        enabled=True, language=reduction.language, keep_tools=list(RECOVERY_TOOL_NAMES),
+        truncation=TruncationConfig(enabled=False), clearing=ClearingConfig(enabled=False),
+        passes=PassesConfig(enabled=True, historical_max_tokens=1 << 40,
+                            oversized_max_tokens=max(256, landing_target // 2)))
+
+
+def _reduce(run: RunContext, step: ReductionStep, settings: ReductionPolicy, total: int,
+            arrival: bool = False) -> ReductionStep:
+    rr = before_call(step.messages, policy=settings, counter=run.counter, window=run.usable_window,
+                     session_id=run.session_id, total_tokens=total, hooks=run.hooks.own.reduction or None,
+                     arrival=arrival)
     for e in rr.events:
         run.emit(e)
     if rr.abandoned or not (rr.entries or rr.ledger_rows):
-        return unchanged
-    return ReductionStep(rr.messages, run.counter.count_many(rr.messages), tuple(rr.entries),
-                         {row.message_id: row for row in rr.ledger_rows}, rr.tokens_cleared, rr.tokens_truncated,
-                         len(rr.ledger_rows))
+        return step
+    rows = dict(step.rows) | {row.message_id: row for row in rr.ledger_rows}
+    return ReductionStep(rr.messages, run.counter.count_many(rr.messages), step.entries + tuple(rr.entries), rows,
+                         step.tokens_cleared + rr.tokens_cleared, step.tokens_truncated + rr.tokens_truncated,
+                         step.edits + len(rr.ledger_rows))
 
 
 # -- cut ---------------------------------------------------------------------------------------------
 
-def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut:
+@dataclass(frozen=True)
+class TooLittleFreed:
+    """The best cut would free less than the policy's minimum: no summary now, and the
+    trigger waits until ``wait_tokens`` new tokens arrived."""
+    reason: str
+    wait_tokens: int
+
+
+def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | TooLittleFreed:
+    """The cut, moved back past the tail bounds when the context would not land at the target
+    (policy ``landing``; always when guarding an overflow), and refused when the summary would
+    free less than the minimum."""
     run.step("cut")
-    cut = run.policy.cut
-    plan = plan_cut(reduced.messages, reduced.tokens, cut, run.window, run.policy.pin_first_user_message)
-    if isinstance(plan, NoCut) and run.force and cut.forced_any_boundary and cut.user_turn == "require":
+    policy = run.policy
+    plan = plan_cut(reduced.messages, reduced.tokens, policy.cut, run.window, policy.pin_first_user_message)
+    if isinstance(plan, NoCut) and run.force and policy.cut.forced_any_boundary and policy.cut.user_turn == "require":
         # A single-request run has no later user turn to start the tail at; a forced run
         # may still summarize it, cutting at the nearest safe boundary.
-        relaxed = plan_cut(reduced.messages, reduced.tokens, cut.model_copy(update={"user_turn": "prefer"}),
-                           run.window, run.policy.pin_first_user_message)
+        relaxed = plan_cut(reduced.messages, reduced.tokens, policy.cut.model_copy(update={"user_turn": "prefer"}),
+                           run.window, policy.pin_first_user_message)
         if isinstance(relaxed, CutPlan):
             relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
                                  "nearest safe boundary (cut.forced_any_boundary)")
-            return relaxed
+            plan = relaxed
+    if isinstance(plan, NoCut):
+        return plan
+    total = sum(t.total for t in reduced.tokens) + run.tools_tokens
+    target = run.landing_target
+    landing = landing_estimate(run, reduced, plan, total)
+    if landing > target and (policy.landing.move_cut or run.over_window):
+        moved = False
+        # A few rounds: each evicts more, which makes the summary estimate larger too.
+        for _ in range(4):
+            tail = sum(t.total for t in reduced.tokens[plan.tail_start:])
+            room = max(0, target - (landing - tail))
+            tighter_policy = policy.cut.model_copy(update={"keep_fraction": min(policy.cut.keep_fraction,
+                                                                                 room / run.window)})
+            tighter = plan_cut(reduced.messages, reduced.tokens, tighter_policy, run.window,
+                               policy.pin_first_user_message)
+            if not isinstance(tighter, CutPlan) or len(tighter.evicted) <= len(plan.evicted):
+                break
+            plan, moved = tighter, True
+            landing = landing_estimate(run, reduced, plan, total)
+            if landing <= target:
+                break
+        if moved:
+            plan.notes.append(f"moved the cut back past the tail bounds so the context lands near the target of "
+                              f"{target:,} tokens (about {landing:,} expected)")
+    freed = total - landing
+    if freed < run.min_freed:
+        return TooLittleFreed(f"a summary now would free about {max(freed, 0):,} tokens, less than the minimum of "
+                              f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
+                              run.min_freed)
     return plan
+
+
+def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int) -> int:
+    """The context's expected size after summarizing ``plan.evicted``: what stays, plus the
+    summary at its word budget (about 1.35 tokens a word) and the re-inserted user messages
+    at their budget, neither more than the span they come from."""
+    policy = run.policy
+    evicted = sum(reduced.tokens[i].total for i in plan.evicted)
+    summary = int(summarizer_settings(policy, run.window).max_summary_words * 1.35) + 60
+    preserved = 0
+    fin = policy.finalize
+    if fin.preserve_user_messages and fin.preserve_user_max_messages:
+        users = [reduced.tokens[i].total for i in plan.evicted if reduced.messages[i].role == "user"]
+        budget = fin.preserve_user_max_tokens if fin.preserve_user_max_tokens is not None else run.window // 20
+        preserved = min(sum(users[-fin.preserve_user_max_messages:]), budget)
+    return total - evicted + min(evicted, summary + preserved)
 
 
 # -- summary -----------------------------------------------------------------------------------------
@@ -297,10 +387,13 @@ class TailorStep:
         return self.entry is not None
 
 
-def tailor_context(run: RunContext, messages: list[Message]) -> TailorStep:
-    """Token tailoring and the history-runs limit on what the other steps produced."""
+def tailor_context(run: RunContext, messages: list[Message], *, guard: bool = False) -> TailorStep:
+    """Token tailoring and the history-runs limit on what the other steps produced. With
+    ``guard`` (the overflow guard, when the policy has no tailoring of its own) the budget
+    is the landing target, so the next call does not overflow again at once."""
     run.step("tailor", messages=len(messages))
-    tr = tailoring.apply(messages, run.counter, run.policy, run.window, tools_tokens=run.tools_tokens)
+    budget = min(run.landing_target, run.usable_window) if guard else None
+    tr = tailoring.apply(messages, run.counter, run.policy, run.window, tools_tokens=run.tools_tokens, budget=budget)
     if not tr.dropped:
         return TailorStep(tr)
     originals = [m for m in tr.dropped if m.is_original]

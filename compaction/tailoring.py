@@ -189,8 +189,10 @@ def tailor_indices(messages: list[Message], tokens: list[MessageTokens], budget:
 
 
 def apply(messages: list[Message], counter: MessageCounter, policy: Policy, window: int, *, tools_tokens: int = 0,
-          tokens: list[MessageTokens] | None = None) -> TailorResult:
-    """Both steps as the policy asks: the history-runs limit, then token tailoring."""
+          tokens: list[MessageTokens] | None = None, budget: int | None = None) -> TailorResult:
+    """Both steps as the policy asks: the history-runs limit, then token tailoring. A given
+    ``budget`` (the overflow guard's landing target) replaces the tailoring budget and turns
+    token tailoring on."""
     tokens = tokens if tokens is not None else counter.count_many(messages)
     before = sum(t.total for t in tokens) + tools_tokens
     pin_first = policy.pin_first_user_message
@@ -202,10 +204,10 @@ def apply(messages: list[Message], counter: MessageCounter, policy: Policy, wind
         if dropped_by:
             notes.append(f"kept the last {policy.history_runs} run(s); dropped {len(dropped_by)} older message(s)")
     kept_idx = [i for i in range(len(messages)) if i not in dropped_by]
-    budget = None
     over = False
-    if policy.tailoring.enabled:
-        budget = tailoring_budget(policy, window)
+    why = "the overflow guard's landing target" if budget is not None else "window minus reserved output"
+    if policy.tailoring.enabled or budget is not None:
+        budget = budget if budget is not None else tailoring_budget(policy, window)
         sub = [messages[i] for i in kept_idx]
         sub_tokens = [tokens[i] for i in kept_idx]
         drop, over = tailor_indices(sub, sub_tokens, budget, tools_tokens=tools_tokens, pin_first_user=pin_first)
@@ -213,7 +215,7 @@ def apply(messages: list[Message], counter: MessageCounter, policy: Policy, wind
             dropped_by[kept_idx[j]] = "tailoring"
         if drop:
             notes.append(f"token tailoring dropped {len(drop)} message(s) of the oldest rounds to fit "
-                         f"{budget:,} tokens (window minus reserved output)")
+                         f"{budget:,} tokens ({why})")
         if over:
             notes.append(f"still over the tailoring budget of {budget:,} tokens: the system message, summary, "
                          f"pinned messages and latest turn alone are larger, and tailoring never drops them")

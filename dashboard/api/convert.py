@@ -12,6 +12,7 @@ from ..models import (
     StoredMessage,
     StoredPolicy,
 )
+from ..selectors.policies import policy_warnings
 from ..selectors.sessions import session_detail
 
 
@@ -103,5 +104,5 @@ def item_out(i: ArchiveItem) -> dict:
 
 def policy_out(p: StoredPolicy, active_id: int | None) -> dict:
     return {"id": p.pk, "name": p.name, "description": p.description, "version": p.version,
-            "active": p.pk == active_id, "policy": p.data, "created_at": p.created_at, "updated_at": p.updated_at,
-            "url": f"/api/policies/{p.pk}"}
+            "active": p.pk == active_id, "policy": p.data, "warnings": policy_warnings(p.data),
+            "created_at": p.created_at, "updated_at": p.updated_at, "url": f"/api/policies/{p.pk}"}

@@ -19,6 +19,8 @@ from .schemas import (
     ActivePolicyOut,
     Error,
     HooksOut,
+    PolicyCheckIn,
+    PolicyCheckOut,
     PolicyIn,
     PolicyOut,
     PolicyPage,
@@ -53,6 +55,14 @@ def create_policy(request, body: PolicyIn):
     project = sel.get_project(request.auth.pk)
     row = service.create_policy(project, body.name, engine, body.description, activate=body.activate)
     return 201, convert.policy_out(row, _active_id(request))
+
+
+@router.post("/policies/validate", response={200: PolicyCheckOut, **ERR}, summary="Validate a policy")
+def validate_policy(request, body: PolicyCheckIn):
+    """Check settings without saving them: 422 naming the field when invalid, else the full
+    policy and its warnings (thresholds the overflow guard will pre-empt)."""
+    engine = service.build_policy(body.policy, body.preset, body.overrides)
+    return {"valid": True, "policy": engine.to_json(), "warnings": engine.warnings()}
 
 
 @router.get("/policies/{policy_id}", response={200: PolicyOut, **ERR}, summary="A policy")

@@ -415,9 +415,24 @@ class PolicyOut(Schema):
     version: int
     active: bool
     policy: dict[str, Any]
+    warnings: list[str] = Field(description="Settings that cannot work as written at the policy's window "
+                                            "(e.g. a trigger threshold above the usable window, which the "
+                                            "overflow guard pre-empts).")
     created_at: datetime
     updated_at: datetime
     url: str
+
+
+class PolicyCheckIn(Input):
+    policy: dict[str, Any] | None = Field(None, description="The settings (compaction.policy.Policy as JSON).")
+    preset: Annotated[Text, Field(max_length=100)] | None = Field(None, description="Start from a preset instead.")
+    overrides: dict[str, Any] | None = Field(None, description="Dotted settings applied on top.")
+
+
+class PolicyCheckOut(Schema):
+    valid: bool
+    policy: dict[str, Any] = Field(description="The validated policy with every default filled in.")
+    warnings: list[str]
 
 
 class PolicyPage(Schema):

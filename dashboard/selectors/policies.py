@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
+from compaction.errors import PolicyError
+from compaction.policy import Policy
+
 from ..models import PolicyVersion, Project, StoredPolicy
 from ..services import NotFound
 from .pagination import paginate
@@ -22,3 +27,12 @@ def list_versions(policy: StoredPolicy) -> list[PolicyVersion]:
 
 def get_project(project_id: int) -> Project:
     return Project.objects.select_related("active_policy").get(pk=project_id)
+
+
+def policy_warnings(data: dict[str, Any]) -> list[str]:
+    """What a stored policy's settings cannot do at its window (thresholds the overflow guard
+    pre-empts). A stored policy that no longer loads is reported as such, not raised."""
+    try:
+        return Policy.load(data).warnings()
+    except PolicyError as exc:
+        return [f"this stored policy no longer validates: {exc}"]

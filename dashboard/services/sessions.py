@@ -42,7 +42,7 @@ from .runs import pending_run, request_run
 
 # The session page and detail read a session's trigger state through this module.
 from .triggers import check_trigger as check_trigger
-from .triggers import clearing_due, trigger_state
+from .triggers import clearing_due, overflow_due, trigger_state
 
 
 class ImportInvalid(Invalid):
@@ -404,14 +404,17 @@ def _check_trigger(session: Session, policy, result: WriteResult, last_message_a
     fired = evaluate(policy.trigger, state)
     result.trigger = fired
     reduce = clearing_due(policy, state)
-    if not fired.fired and not reduce:
+    overflow = overflow_due(state)
+    if not fired.fired and not reduce and not overflow:
         return
     existing = pending_run(session)
     if existing is not None:
         # A queued or running run will compact this context (or re-check the trigger).
         result.run = existing
         return
-    reason = fired.reason if fired.fired else "tool-output clearing threshold passed"
+    reason = (fired.reason if fired.fired else
+              "overflow guard: the context does not fit the usable window" if overflow else
+              "tool-output clearing threshold passed")
     result.run = request_run(session, trigger=TriggerKind.AUTO, force=False, reason=reason,
                              filter_key=filter_key)
     result.run_created = True

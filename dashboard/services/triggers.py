@@ -18,6 +18,12 @@ def clearing_due(policy: Policy, state: TriggerState) -> bool:
     return _engine_clearing_due(policy.reduction, state.context_tokens, state.usable_window, every_call_passes=False)
 
 
+def overflow_due(state: TriggerState) -> bool:
+    """Whether the stored context would not fit the usable window: the engine's overflow
+    guard compacts it in the run whatever the trigger says, so a write schedules one."""
+    return state.context_tokens > state.usable_window
+
+
 def trigger_state(session: Session, policy: Policy, last_message_at: datetime | None = None) -> TriggerState:
     """The session's stored running totals as the engine's trigger input (no recount)."""
     window, _src = resolve_window(policy)

@@ -68,7 +68,9 @@ def test_a_chinese_policy_writes_chinese_summary_turn_acknowledgement_and_prompt
 
 
 def test_a_chinese_policy_writes_chinese_truncation_and_clearing_notices():
+    # landing.min_freed 0: the clearing here frees less than the default minimum
     p = Policy.load({"language": "zh", "counter": "approx", "context_window": 20_000, "summarize": False,
+                     "landing": {"min_freed": 0},
                      "reduction": {"enabled": True, "truncation": {"max_chars": 2000},
                                    "clearing": {"trigger_fraction": 0.1, "keep": 1}}})
     session = CompactionSession(p)

@@ -66,3 +66,29 @@ def test_a_broken_session_file_is_rejected_naming_the_message(tmp_path):
     res = run("replay", bad)
     assert res.returncode != 0
     assert "message 1" in res.stderr and "orphan tool result" in res.stderr
+
+
+def test_replay_warns_about_a_trigger_above_the_window_and_sends_no_call_over_it():
+    res = run("replay", SESSION, "--preset", "eino", "--context-window", 8000, "--no-counterfactual")
+    assert res.returncode == 0, res.stderr
+    assert "warning: trigger (tokens) threshold of 160,000 tokens lies above the usable window" in res.stdout
+    assert "overflow calls 0" in res.stdout and "thrash" in res.stdout
+
+
+def test_replay_json_has_thrash_oversized_calls_and_warnings():
+    res = run("replay", SESSION, "--preset", "sagents", "--context-window", 8000, "--json", "--no-counterfactual")
+    report = json.loads(res.stdout)
+    assert isinstance(report["thrash"], int) and report["overflow_calls"] == report["oversized_calls"] == 0
+    assert any("170,000" in w for w in report["warnings"])
+
+
+def test_the_policy_command_prints_the_warning_on_stderr():
+    res = run("policy", "--preset", "sagents")
+    assert res.returncode == 0 and json.loads(res.stdout)["name"] == "sagents"
+    assert "warning:" in res.stderr and "overflow guard" in res.stderr
+
+
+def test_a_contradictory_landing_target_is_refused_naming_the_field():
+    res = run("policy", "--set", "landing.target=999999")
+    assert res.returncode == 1
+    assert "landing.target" in res.stderr

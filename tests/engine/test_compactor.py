@@ -50,7 +50,8 @@ def test_forced_compaction_shrinks_the_context_and_accounts_for_every_message():
     assert out.extractive and out.model == "extractive/default"
     assert out.retention["referenced"]["total"] > 0
     assert out.compression > 1
-    kinds = [e["type"] for e in out.events]
+    # (the overflow guard cut oversized tool results first: this context is over the window)
+    kinds = [e["type"] for e in out.events if not e["type"].startswith("tool_output")]
     assert kinds[0] == "before_summarize" and "generate_summary" in kinds and kinds[-1] == "after_summarize"
 
 

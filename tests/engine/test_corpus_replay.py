@@ -23,6 +23,11 @@ def test_every_corpus_session_keeps_integrity(preset, window):
         integrity = report["integrity"]
         if not (integrity["tool_pairs_ok"] and integrity["replay_exact"]):
             problems.append((name, integrity))
+        # the overflow guard: only a single message larger than the window may overflow
+        if report["overflow_calls"] != report["oversized_calls"]:
+            problems.append((name, f"{report['overflow_calls']} calls over the usable window"))
+        if preset == "default" and report["thrash"]:
+            problems.append((name, f"thrash {report['thrash']}"))
         assert report["model_calls"] == sum(1 for m in data["messages"] if m["role"] == "assistant")
     assert problems == []
 

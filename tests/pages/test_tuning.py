@@ -129,3 +129,18 @@ def test_every_preset_simulates_without_error(web, grown):
         html = preview(web, grown, form(grown, preset=name))
         assert 'data-testid="tuning-errors"' not in html, (name, html.split('data-testid="tuning-errors"', 1)[1][:500])
         assert 'data-testid="preview-result"' in html, name
+
+
+def test_a_trigger_above_the_usable_window_shows_a_warning_and_no_overflow(web, grown):
+    """The guard protects a policy whose trigger cannot fire at its window, and the page says so."""
+    html = preview(web, grown, form(grown, preset="sagents", context_window="2000"))
+    block = html.split('data-testid="policy-warnings"', 1)[1].split("</div>", 1)[0]
+    assert "170,000" in block and "overflow guard" in block
+    row = html.split('data-row="overflow"', 1)[1].split("</tr>", 1)[0]
+    assert re.search(r"<td>0\s*</td>", row), row
+    assert 'data-row="thrash"' in html
+
+
+def test_a_policy_within_its_window_shows_no_warning(web, grown):
+    html = preview(web, grown, form(grown))
+    assert 'data-testid="policy-warnings"' not in html

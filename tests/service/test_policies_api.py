@@ -59,3 +59,30 @@ def test_presets_are_listed_with_their_settings(api):
     presets = api.get("/api/presets").json()
     assert [p["name"] for p in presets] == list(PRESETS)
     assert all(p["policy"]["trigger"] for p in presets)
+
+
+def test_a_policy_whose_trigger_lies_above_its_window_is_saved_with_a_warning(api):
+    """eino's 160k trigger never fires at the 128k fallback window; the overflow guard stands in."""
+    r = api.post("/api/policies", {"name": "eino", "preset": "eino"})
+    assert r.status_code == 201, r.content
+    assert any("160,000" in w and "overflow guard" in w for w in r.json()["warnings"])
+    plain = api.post("/api/policies", {"name": "ours", "preset": "default"}).json()
+    assert plain["warnings"] == []
+    assert api.get(f"/api/policies/{r.json()['id']}").json()["warnings"] == r.json()["warnings"]
+
+
+def test_validate_answers_the_full_policy_and_its_warnings_without_saving(api):
+    r = api.post("/api/policies/validate", {"preset": "sagents"})
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["valid"] is True and body["policy"]["name"] == "sagents"
+    assert any("170,000" in w for w in body["warnings"])
+    assert api.get("/api/policies").json()["items"] == []
+
+
+def test_contradictory_landing_settings_are_refused_naming_the_field(api):
+    r = api.post("/api/policies/validate", {"policy": {"trigger": {"kind": "tokens", "threshold": 8000},
+                                                       "landing": {"target": 9000}}})
+    assert r.status_code == 422 and r.json()["field"] == "landing.target"
+    r = api.post("/api/policies", {"name": "bad", "policy": {"context_window": 8000, "landing": {"min_freed": 9000}}})
+    assert r.status_code == 422 and r.json()["field"] == "landing.min_freed"

@@ -163,3 +163,19 @@ def test_an_oversized_tool_result_is_truncated_in_the_context_and_kept_whole_in_
     detail = api.get(f"/api/sessions/{sid}").json()
     assert detail["context_tokens"] < detail["history_tokens"]
     assert api.get(f"/api/sessions/{sid}/archive/replay").json()["matches_history"] is True
+
+
+def test_an_append_past_the_usable_window_queues_a_run_even_when_the_trigger_cannot_fire(api, project):
+    """A trigger above the window (eino's 160k at a 3,000-token window) never fires; the
+    overflow guard compacts the stored context anyway, so the next context fits."""
+    data = get_preset("eino").to_json() | {"context_window": 3000}
+    api.post("/api/policies", {"name": "eino-small", "policy": data, "activate": True})
+    sid = api.post("/api/sessions", {"messages": chat(2)}).json()["session"]["id"]
+    loud = api.post(f"/api/sessions/{sid}/messages", {"messages": chat(12, tag="more")[1:]}).json()
+    assert loud["trigger"]["fired"] is False
+    ref = loud["compaction"]
+    assert ref is not None and ref["created"] is True
+    run = api.get(ref["status_url"]).json()
+    assert run["status"] == "succeeded", run["error"]
+    ctx = api.get(f"/api/sessions/{sid}/context").json()
+    assert ctx["compactions"] == 1 and ctx["tokens"]["total"] <= 3000

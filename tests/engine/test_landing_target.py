@@ -1,0 +1,117 @@
+"""Landing target and hysteresis: a compaction lands well below its trigger, one that would
+free too little does not run, and replay reports count the thrash."""
+from __future__ import annotations
+
+import pytest
+
+from compaction import PRESETS, Outcome, Skipped, get_preset
+from compaction.errors import PolicyError
+from compaction.policy import Policy
+from compaction.session import CompactionSession
+from compaction.simulate import run_simulation
+from tests.engine.helpers import chat, coding_run
+from tests.support.llm_server import ok
+
+
+def test_a_target_above_the_trigger_is_refused_naming_the_field():
+    with pytest.raises(PolicyError) as exc:
+        Policy.load({"trigger": {"kind": "tokens", "threshold": 8000}, "landing": {"target": 9000}})
+    assert exc.value.field == "landing.target"
+    assert "trigger threshold" in str(exc.value)
+
+
+def test_a_minimum_freed_above_the_window_is_refused_naming_the_field():
+    with pytest.raises(PolicyError) as exc:
+        Policy.load({"context_window": 8000, "landing": {"min_freed": 9000}})
+    assert exc.value.field == "landing.min_freed"
+
+
+def test_the_defaults_are_half_the_trigger_and_a_tenth_of_the_usable_window():
+    p = Policy.load({"context_window": 10_000, "trigger": {"kind": "tokens", "threshold": 6000}})
+    assert p.landing_numbers(10_000) == (3000, 1000)
+
+
+def test_the_default_minimum_never_stops_a_trigger_far_below_the_window():
+    """6,000 tokens at a 128k window: 10% of the window could never be freed at the trigger."""
+    p = Policy.load({"context_window": 128_000, "trigger": {"kind": "tokens", "threshold": 6000}})
+    assert p.landing_numbers(128_000) == (3000, 1500)
+
+
+def _summarizing(llm_server, llm_settings, **landing):
+    """A policy whose summaries come from the scripted server (a summary within its word
+    budget), whose tail bounds alone would keep 90% of the window verbatim."""
+    llm_server.script(ok("The agent read files and ran tests. " * 12))
+    return Policy.load({"counter": "approx", "context_window": 8000, "trigger": {"kind": "tokens", "threshold": 6000},
+                        "cut": {"keep_messages": 200, "keep_fraction": 0.9}, "summarizer": llm_settings(),
+                        "landing": landing})
+
+
+def test_a_compaction_moves_the_cut_back_until_it_lands_at_the_target(llm_server, llm_settings):
+    session = CompactionSession(_summarizing(llm_server, llm_settings))
+    session.extend(coding_run(rounds=50, output_chars=500))
+    out = session.compact()
+    assert isinstance(out, Outcome) and out.summarized
+    assert out.tokens_after["total"] <= session.landing_target == 3000
+    assert any("moved the cut back" in n for n in out.notes)
+
+
+def test_with_move_cut_off_the_tail_bounds_stay_as_given(llm_server, llm_settings):
+    session = CompactionSession(_summarizing(llm_server, llm_settings, move_cut=False, min_freed=0))
+    session.extend(coding_run(rounds=50, output_chars=500))
+    out = session.compact()
+    assert isinstance(out, Outcome) and out.tokens_after["total"] > 3000
+
+
+def test_a_message_count_trigger_does_not_thrash():
+    """`messages > 15` fires on every call of a chat; without the minimum each compaction
+    evicts a message or two."""
+    p = {"counter": "approx", "context_window": 32_000, "trigger": {"kind": "messages", "threshold": 15},
+         "cut": {"keep_messages": 12}}
+    guarded = run_simulation(chat(turns=40, size=300), Policy.load(p))
+    unguarded = run_simulation(chat(turns=40, size=300), Policy.load(p | {"landing": {"min_freed": 0}}))
+    assert unguarded.thrash > 5
+    assert guarded.thrash == 0
+    assert len(guarded.compactions) < len(unguarded.compactions)
+    assert guarded.integrity.ok
+
+
+def test_a_compaction_that_would_free_too_little_waits_for_that_many_new_tokens():
+    p = Policy.load({"counter": "approx", "context_window": 32_000, "trigger": {"kind": "messages", "threshold": 15},
+                     "cut": {"keep_messages": 12}})
+    session = CompactionSession(p)
+    session.extend(chat(turns=10, size=300))
+    out = session.before_model_call()
+    assert isinstance(out, Skipped) and out.wait_tokens == session.min_freed
+    assert "landing.min_freed" in out.reason
+    # not re-armed: the trigger still fires, but nothing runs until min_freed tokens arrived
+    assert session.should_compact() and session.before_model_call() is None
+    arrived = 0
+    while arrived < session.min_freed:
+        arrived += session.live.counter.count(session.append({"role": "user", "content": "more " * 200})).total
+        session.append({"role": "assistant", "content": "ok"})
+    assert session.armed()
+    assert session.before_model_call() is not None
+
+
+def test_tool_output_clearing_obeys_the_same_minimum():
+    """Clearing past its threshold that would free less than the minimum waits instead of
+    rewriting the prompt prefix for a few tokens."""
+    p = get_preset("default").with_overrides({"context_window": 32_000, "landing.min_freed": 20_000,
+                                              "reduction.clearing.clear_at_least_tokens": 0})
+    session = CompactionSession(p)
+    session.extend(coding_run(rounds=40, output_chars=1600))
+    assert session.reduction_due() and not session.should_compact()
+    out = session.before_model_call()
+    assert isinstance(out, Skipped) and out.wait_tokens == 20_000
+    assert "tool-output reduction would free" in out.reason
+
+
+def test_the_report_has_thrash_as_a_top_level_integer():
+    report = run_simulation(chat(turns=5), "default").to_dict()
+    assert isinstance(report["thrash"], int)
+
+
+@pytest.mark.parametrize("name", [n for n in PRESETS if n != "default"])
+def test_seed_presets_keep_their_tail_bounds_and_fire_as_their_seed_does(name):
+    landing = get_preset(name).landing
+    assert landing.move_cut is False and landing.min_freed == 0
