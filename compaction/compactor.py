@@ -101,7 +101,10 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
 
     if trig.condition is not None and not trig.condition.fired:
         freed = run.before.total - (sum(t.total for t in reduced.tokens) + run.tools_tokens)
-        if reduced.reduced and freed < run.min_freed:
+        # Truncating outputs that never went through arrival (a one-shot call on plain dicts)
+        # is what a session does at append time, so the minimum does not hold it back.
+        arrival = run.unseen_arrivals and reduced.tokens_truncated > 0
+        if reduced.reduced and freed < run.min_freed and not arrival:
             # Rewriting the prefix for a few tokens breaks the provider's prompt cache for little gain.
             return Skipped(f"tool-output reduction would free {freed:,} tokens, less than the minimum of "
                            f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
