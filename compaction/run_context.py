@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
-from .archive import ArchiveBackend
+from .archive import ArchiveBackend, EntryIds, backend_has
 from .errors import CompactionError
 from .finalize import Finalizer
 from .hooks import chain
@@ -154,6 +155,11 @@ class RunContext:
     @property
     def usable_window(self) -> int:
         return usable_window(self.window, self.policy.reserved_output_tokens)
+
+    @cached_property
+    def entry_ids(self) -> EntryIds:
+        """Handles for the entries this run writes: derived from their content, unique in the archive."""
+        return EntryIds(self.session_id, backend_has(self.archive, self.session_id))
 
     def emit(self, event: Event) -> None:
         event.setdefault("at", self.clock())

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import tailoring
-from .archive import ArchiveEntry, item_for, new_entry_id
+from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
 from .cut import CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
@@ -84,7 +84,8 @@ def reduce_tool_output(run: RunContext) -> ReductionStep:
         return unchanged
     run.step("reduce")
     rr = before_call(run.messages, policy=policy.reduction, counter=run.counter, window=run.usable_window,
-                     session_id=run.session_id, total_tokens=run.before.total, hooks=run.hooks.own.reduction or None)
+                     session_id=run.session_id, total_tokens=run.before.total, hooks=run.hooks.own.reduction or None,
+                     ids=run.entry_ids)
     for e in rr.events:
         run.emit(e)
     if rr.abandoned or not (rr.entries or rr.ledger_rows):
@@ -185,7 +186,9 @@ class FinalizeStep:
 def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummaryStep) -> FinalizeStep:
     run.step("finalize")
     working, plan, result, text = reduced.messages, summary.plan, summary.result, summary.text
-    archive_ref = new_entry_id()
+    originals = [m for m in summary.span if m.is_original]
+    archive_ref = run.entry_ids.new("evicted", [item_for(m) for m in originals],
+                                    salt=" ".join(m.id for m in summary.span))
     number = 1 + max((m.meta.get("number", 0) for m in working if m.provenance is Provenance.SUMMARY), default=0)
     inp = FinalizeInput(head=[working[i] for i in plan.head], evicted=summary.span,
                         pinned=[working[i] for i in plan.pinned], tail=working[plan.tail_start:],
@@ -205,10 +208,10 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
 
     entries: list[ArchiveEntry] = []
     if summary.previous:
-        entries.append(ArchiveEntry(new_entry_id(), run.session_id, "previous_summary",
-                                    [item_for(m) for m in summary.previous], run.run_id,
+        folded = [item_for(m) for m in summary.previous]
+        entries.append(ArchiveEntry(run.entry_ids.new("previous_summary", folded, salt=archive_ref),
+                                    run.session_id, "previous_summary", folded, run.run_id,
                                     note="folded into a new summary"))
-    originals = [m for m in summary.span if m.is_original]
     entries.append(ArchiveEntry(archive_ref, run.session_id, "evicted", [item_for(m) for m in originals],
                                 run.run_id, note=f"summarized by {result.model}"))
     run.emit({"type": "after_summarize", "archive_ref": archive_ref, "messages_after": len(new_messages)})
@@ -245,7 +248,9 @@ def tailor_context(run: RunContext, messages: list[Message]) -> TailorStep:
     if not tr.dropped:
         return TailorStep(tr)
     originals = [m for m in tr.dropped if m.is_original]
-    entry = ArchiveEntry(new_entry_id(), run.session_id, "evicted", [item_for(m) for m in originals], run.run_id,
+    items = [item_for(m) for m in originals]
+    handle = run.entry_ids.new("evicted", items, salt=" ".join(m.id for m in tr.dropped))
+    entry = ArchiveEntry(handle, run.session_id, "evicted", items, run.run_id,
                          note="dropped by " + " and ".join(sorted(set(tr.dropped_by.values()))).replace("_", " "))
     event = {"type": "tailor", "at": run.clock(), "archive_ref": entry.id, **tr.to_dict()}
     return TailorStep(tr, entry, event)
