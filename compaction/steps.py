@@ -13,7 +13,7 @@ results, and :class:`compaction.Compactor` writes them once every step has succe
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +183,27 @@ class FinalizeStep:
                 "target": plan.target, "boundary": plan.boundary, "notes": plan.notes}
 
 
+def user_message_filter(run: RunContext, context: list[Message]) -> Callable[[Message], bool] | None:
+    """The policy's user message filters as one test. A filter that raises is reported and
+    skipped (the message stays eligible), unless hooks must abort the run."""
+    filters = run.hooks.user_message_filters()
+    if not filters:
+        return None
+    raws = [m.raw for m in context]
+
+    def accept(message: Message) -> bool:
+        for f in filters:
+            try:
+                if not f(message.raw, raws):
+                    return False
+            except Exception as exc:  # noqa: BLE001 - hooks are user code
+                if run.hooks.abort_on_error:
+                    raise CompactionError(f"user_message_filter hook failed: {exc}") from exc
+                run.emit({"type": "hook_error", "hook": "user_message_filter", "error": repr(exc)})
+        return True
+    return accept
+
+
 def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummaryStep) -> FinalizeStep:
     run.step("finalize")
     working, plan, result, text = reduced.messages, summary.plan, summary.result, summary.text
@@ -194,7 +215,7 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
                         pinned=[working[i] for i in plan.pinned], tail=working[plan.tail_start:],
                         summary=text, model=result.model, extractive=result.extractive,
                         archive_ref=archive_ref, number=number, policy=run.policy, counter=run.counter,
-                        window=run.window)
+                        window=run.window, user_filter=user_message_filter(run, working))
     new_messages = run_finalizer(inp, run.hooks.own.finalizer)
     for m in new_messages:
         if m.provenance is Provenance.SUMMARY:
@@ -217,6 +238,7 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
     run.emit({"type": "after_summarize", "archive_ref": archive_ref, "messages_after": len(new_messages)})
 
     preserved_ids = {m.meta.get("source_id") for m in new_messages if m.provenance is Provenance.PRESERVED}
+    preserved_ids.update(inp.preserved_sources)
     fates: dict[str, Fate] = {}
     for m in summary.span:
         fates[m.id] = ("preserved" if m.id in preserved_ids else
