@@ -161,8 +161,18 @@ class EntryIds:
 
 
 def backend_has(archive: ArchiveBackend, session_id: str) -> Callable[[str], bool]:
-    """``exists`` for :class:`EntryIds` on any backend (through its ``get``)."""
+    """``exists`` for :class:`EntryIds` on any backend. A backend that can list a session's
+    handles (``entry_ids(session_id)``, as the in-memory and file archives do) is asked once,
+    on the first probe; any other is asked through ``get``, one indexed lookup per probe."""
+    listing = getattr(archive, "entry_ids", None)
+    known: set[str] | None = None
+
     def exists(entry_id: str) -> bool:
+        nonlocal known
+        if callable(listing):
+            if known is None:
+                known = set(listing(session_id))
+            return entry_id in known
         try:
             archive.get(session_id, entry_id)
         except ArchiveError:
@@ -207,6 +217,10 @@ class MemoryArchive:
     def entries(self, session_id: str) -> list[ArchiveEntry]:
         with self._lock:
             return list(self._data.get(session_id, []))
+
+    def entry_ids(self, session_id: str) -> set[str]:
+        with self._lock:
+            return {e.id for e in self._data.get(session_id, [])}
 
     def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
         for e in self.entries(session_id):
@@ -255,6 +269,22 @@ class FileArchive:
             if e.id == entry_id:
                 return e
         raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
+
+    def entry_ids(self, session_id: str) -> set[str]:
+        """Handles of a session's entries (read without checking their content)."""
+        p = self.path(session_id)
+        if not p.exists():
+            return set()
+        out: set[str] = set()
+        with open(p, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.add(json.loads(line)["id"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ArchiveError(f"{p}:{n}: unreadable archive line ({exc})") from exc
+        return out
 
 
 def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[RawMessage]:

@@ -20,6 +20,7 @@ from compaction.archive import (
     ArchivedItem,
     ArchiveEntry,
     EntryIds,
+    FileArchive,
     MemoryArchive,
     backend_has,
     entry_id,
@@ -91,3 +92,11 @@ def test_a_repeated_entry_gets_a_counter_instead_of_a_colliding_handle():
     # asking again for the same entry in one run (a rolled-back step redone) keeps its handle
     assert ids.new("evicted", []) == second
     assert EntryIds("s1", backend_has(archive, "s1")).new("evicted", []) == first + "-3"
+
+
+def test_a_file_archive_lists_its_handles_for_the_allocator(tmp_path):
+    archive = FileArchive(tmp_path)
+    first = EntryIds("s1", backend_has(archive, "s1")).new("evicted", [item(1, "x")])
+    archive.write(ArchiveEntry(first, "s1", "evicted", [item(1, "x")]))
+    assert archive.entry_ids("s1") == {first}
+    assert EntryIds("s1", backend_has(archive, "s1")).new("evicted", [item(1, "x")]) == first + "-2"
