@@ -11,7 +11,8 @@ its ``Provenance.SUMMARY``: the next compaction evicts it and folds it into the 
 
 Preserved user messages: the most recent evicted user messages within a token and count
 budget, newest first, skipping any the user message filters reject, any repeat of a message
-already picked, and any the summary already quotes whole. Each carries a marker line (from
+already picked or still in the context (pinned or in the kept tail), and any the summary
+already quotes whole. Each carries a marker line (from
 ``locales/``) saying it is an earlier message, so the model does not take it for a fresh
 turn; with ``preserved_user_placement = "summary_section"`` they are quoted inside the
 summary instead, in an ``<all_user_messages>`` section.
@@ -153,7 +154,8 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     t = texts(fin.language)
     marker = t["preserved_marker"]
     quoted = _norm(inp.summary)
-    seen: set[str] = set()
+    # a message the context still holds verbatim (pinned, or repeated in the kept tail) is not copied again
+    seen = {_norm(plain_text(m, fin.language)) for m in inp.pinned + inp.tail if m.role == "user"}
     picked: list[Message] = []
     for m in reversed(inp.evicted):
         if len(picked) >= fin.preserve_user_max_messages:

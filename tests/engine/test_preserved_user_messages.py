@@ -159,3 +159,11 @@ def test_summary_section_placement_quotes_them_inside_the_summary():
     newest_copy = [m.id for m in wrap_originals(session(nags=3)) if m.raw["content"] == ASIDE][-1]
     fates = {row["message_id"]: row["fate"] for row in out.ledger}
     assert fates[newest_copy] == "preserved"
+
+
+def test_a_message_the_kept_tail_repeats_is_not_copied_back():
+    raws = session(nags=0, aside_copies=1)
+    raws += [{"role": "user", "content": ASIDE}] + tool_round("z2", "ok")
+    out = compact(raws)
+    assert ASIDE not in [words(m) for m in preserved(out)]
+    assert sum(1 for m in out.context if m["role"] == "user" and ASIDE in str(m["content"])) == 1
