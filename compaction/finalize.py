@@ -12,9 +12,8 @@ its ``Provenance.SUMMARY``: the next compaction evicts it and folds it into the 
 Preserved user messages: the most recent evicted user messages within a token and count
 budget, newest first, skipping any the user message filters reject, any repeat of a message
 already picked or still in the context (pinned or in the kept tail), and any the summary
-already quotes whole. Each carries a marker line (from
-``locales/``) saying it is an earlier message, so the model does not take it for a fresh
-turn; with ``preserved_user_placement = "summary_section"`` they are quoted inside the
+already quotes whole. Each carries a marker line (from ``locales/``) saying it is an earlier
+message, so the model does not take it for a fresh turn; with ``preserved_user_placement = "summary_section"`` they are quoted inside the
 summary instead, in an ``<all_user_messages>`` section.
 
 A custom finalizer receives the same input plus the default finalizer, so it can wrap it or
@@ -165,7 +164,7 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
         words = plain_text(m, fin.language)
         key = _norm(words)
         if not key or key in seen:
-            continue   # an older copy of a message already picked
+            continue   # empty, or an older copy of a message picked or kept already
         seen.add(key)
         if len(key) >= QUOTE_MIN_CHARS and key in quoted:
             continue   # the summary already carries it whole (a task statement, say)
