@@ -117,7 +117,7 @@ def clip_to_tokens(text: str, limit: int, counter: MessageCounter) -> str:
 
 _SPACE = re.compile(r"\s+")
 # A shorter message ("yes", "go on") is found inside any summary by chance, not because it is quoted.
-QUOTE_MIN_CHARS = 24
+QUOTE_MIN_CHARS = 16
 
 
 def _norm(text: str) -> str:
