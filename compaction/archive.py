@@ -16,8 +16,7 @@ import json
 import os
 import threading
 import time
-import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, TypedDict, get_args
@@ -110,8 +109,76 @@ def items_hash(items: Iterable[ArchivedItem]) -> str:
     return h.hexdigest()
 
 
-def new_entry_id() -> str:
-    return "ar_" + uuid.uuid4().hex[:16]
+def entry_id(session_id: str, kind: str, items: Sequence[ArchivedItem], *, salt: str = "") -> str:
+    """The handle of an entry, derived from what it holds and where it sits.
+
+    The digest covers the session, the kind, each item's message id, ordinal and content,
+    and ``salt`` (what else places the entry, e.g. the ids of engine-written messages it
+    drops). The same session through the same policy therefore gets the same handles on
+    every run, so contexts that quote a handle are byte-identical and prompt caches hold.
+    Two distinct entries of one session differ in at least one of these inputs; the
+    allocator :class:`EntryIds` adds a counter for the rare case where they do not.
+    """
+    h = hashlib.sha256()
+    for part in (session_id, kind, salt):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    for item in items:
+        h.update(f"{item.message_id}\0{item.ordinal}\0".encode("utf-8", "surrogatepass"))
+        h.update(canonical_json(item.raw).encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return "ar_" + h.hexdigest()[:16]
+
+
+class EntryIds:
+    """Hands out entry handles that no other entry of the archive uses.
+
+    ``exists`` says whether the backend already holds a handle (probed only for handles
+    this allocator has not handed out itself). When the content-derived handle is taken,
+    a counter is appended (``ar_<digest>-2``, ``-3``, ...), which is itself deterministic.
+    """
+
+    def __init__(self, session_id: str, exists: Callable[[str], bool] | None = None) -> None:
+        self.session_id = session_id
+        self.exists = exists
+        self.taken: set[str] = set()
+        self._given: dict[str, str] = {}
+
+    def new(self, kind: ArchiveKind, items: Sequence[ArchivedItem], *, salt: str = "") -> str:
+        """The handle for this entry. Asking again for the same entry (a step that was
+        rolled back and redone) gives the same handle, not a second one."""
+        base = entry_id(self.session_id, kind, items, salt=salt)
+        given = self._given.get(base)
+        if given is not None:
+            return given
+        candidate, n = base, 1
+        while candidate in self.taken or (self.exists is not None and self.exists(candidate)):
+            n += 1
+            candidate = f"{base}-{n}"
+        self.taken.add(candidate)
+        self._given[base] = candidate
+        return candidate
+
+
+def backend_has(archive: ArchiveBackend, session_id: str) -> Callable[[str], bool]:
+    """``exists`` for :class:`EntryIds` on any backend. A backend that can list a session's
+    handles (``entry_ids(session_id)``, as the in-memory and file archives do) is asked once,
+    on the first probe; any other is asked through ``get``, one indexed lookup per probe."""
+    listing = getattr(archive, "entry_ids", None)
+    known: set[str] | None = None
+
+    def exists(entry_id: str) -> bool:
+        nonlocal known
+        if callable(listing):
+            if known is None:
+                known = set(listing(session_id))
+            return entry_id in known
+        try:
+            archive.get(session_id, entry_id)
+        except ArchiveError:
+            return False
+        return True
+    return exists
 
 
 def item_for(message: Message, raw: RawMessage | None = None, tool_name: str | None = None) -> ArchivedItem:
@@ -150,6 +217,10 @@ class MemoryArchive:
     def entries(self, session_id: str) -> list[ArchiveEntry]:
         with self._lock:
             return list(self._data.get(session_id, []))
+
+    def entry_ids(self, session_id: str) -> set[str]:
+        with self._lock:
+            return {e.id for e in self._data.get(session_id, [])}
 
     def get(self, session_id: str, entry_id: str) -> ArchiveEntry:
         for e in self.entries(session_id):
@@ -198,6 +269,22 @@ class FileArchive:
             if e.id == entry_id:
                 return e
         raise ArchiveError(f"no archive entry {entry_id!r} in session {session_id!r}")
+
+    def entry_ids(self, session_id: str) -> set[str]:
+        """Handles of a session's entries (read without checking their content)."""
+        p = self.path(session_id)
+        if not p.exists():
+            return set()
+        out: set[str] = set()
+        with open(p, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    out.add(json.loads(line)["id"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ArchiveError(f"{p}:{n}: unreadable archive line ({exc})") from exc
+        return out
 
 
 def replay(entries: Iterable[ArchiveEntry], live: Iterable[Message]) -> list[RawMessage]:

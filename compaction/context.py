@@ -161,12 +161,24 @@ class LiveContext:
 
 def render_messages(messages: list[Message]) -> list[RawMessage]:
     """The OpenAI message list to send. A summary in 'system' injection mode is merged
-    into the first system message (or becomes one) instead of standing on its own."""
+    into the first system message (or becomes one) instead of standing on its own; one in
+    'first_user' mode is put in front of the user message it names (``meta["merge_into"]``),
+    or stands alone when that message is not in the list."""
     out: list[RawMessage] = []
     system_summaries = [m for m in messages if m.provenance is Provenance.SUMMARY and m.meta.get("injection") == "system"]
+    ids = {m.id for m in messages}
+    into: dict[str, Message] = {}
+    for m in messages:
+        target = m.meta.get("merge_into") if m.provenance is Provenance.SUMMARY else None
+        if isinstance(target, str) and target in ids:
+            into[target] = m
+    merging = set(map(id, into.values()))
     merged = False
     for m in messages:
-        if m in system_summaries:
+        if m in system_summaries or id(m) in merging:
+            continue
+        if m.id in into:
+            out.append(_merge_user(into[m.id].raw, m.raw))
             continue
         if system_summaries and not merged and m.role in ("system", "developer"):
             out.append(_merge_system(m.raw, system_summaries))
@@ -191,6 +203,17 @@ def _merge_system(raw: RawMessage, summaries: list[Message]) -> RawMessage:
         new["content"] = list(content) + [{"type": "text", "text": extra}]
     else:
         new["content"] = (content or "") + "\n\n" + extra
+    return new
+
+
+def _merge_user(summary: RawMessage, raw: RawMessage) -> RawMessage:
+    """The user message ``raw`` with the summary's text in front of its own content."""
+    content = raw.get("content")
+    new = dict(raw)
+    if isinstance(content, list):
+        new["content"] = [{"type": "text", "text": _text(summary)}] + list(content)
+    else:
+        new["content"] = _text(summary) + "\n\n" + (content or "")
     return new
 
 

@@ -2,7 +2,9 @@
 
 Rules, in order:
 1. Leading system/developer messages form the head and are never evicted; a system
-   message later in the session is treated as pinned.
+   message later in the session is treated as pinned. The engine's own summary is never
+   pinned, whatever role it was injected with: the next summary folds it in, so a branch
+   has exactly one live summary.
 2. The kept tail is bounded by ``keep_messages`` and by ``keep_fraction`` of the window
    in tokens; the bound that keeps fewer messages wins.
 3. A cut may never fall inside a tool group (an assistant message with tool calls and
@@ -92,7 +94,7 @@ def pinned_indices(messages: list[Message], head_end: int, pin_first_user: bool)
     for i, m in enumerate(messages):
         if i < head_end:
             continue
-        if m.pinned or m.role in ("system", "developer"):
+        if m.pinned or (m.role in ("system", "developer") and m.provenance is not Provenance.SUMMARY):
             pinned.add(i)
         if pin_first_user and not first_user_seen and m.role == "user" and m.is_original:
             pinned.add(i)

@@ -4,16 +4,29 @@ Default layout (user injection):
     head (system) · summary turn (user, marked) · acknowledgement (assistant)
     · preserved recent user messages · pinned messages · kept tail
 With system injection the summary is merged into the system message when rendered and
-no acknowledgement is added. A custom finalizer receives the same input plus the default
-finalizer, so it can wrap it or replace it.
+no acknowledgement is added. With first_user injection it is merged into the user message
+that follows it (chosen here, recorded as ``meta["merge_into"]``, so a later append never
+moves it), or stands alone when none follows. Whatever the mode, the summary message keeps
+its ``Provenance.SUMMARY``: the next compaction evicts it and folds it into the new summary.
+
+Preserved user messages: the most recent evicted user messages within a token and count
+budget, newest first, skipping any the user message filters reject, any repeat of a message
+already picked or still in the context (pinned or in the kept tail), and any the summary
+already quotes whole. Each carries a marker line (from ``locales/``) saying it is an earlier
+message, so the model does not take it for a fresh turn; with ``preserved_user_placement = "summary_section"`` they are quoted inside the
+summary instead, in an ``<all_user_messages>`` section.
+
+A custom finalizer receives the same input plus the default finalizer, so it can wrap it or
+replace it.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .locales import texts
-from .messages import Message, Provenance, iter_text, text_of, tool_name_index
+from .messages import Message, Provenance, RawMessage, iter_text, text_of, tool_name_index
 from .policy import Policy
 from .tokens import MessageCounter
 
@@ -32,12 +45,18 @@ class FinalizeInput:
     policy: Policy
     counter: MessageCounter
     window: int
+    # False keeps an evicted user message from being re-inserted (the policy's user message filters)
+    user_filter: Callable[[Message], bool] | None = None
+    # message ids of the preserved copies the default finalizer made (set by it, read by the run)
+    preserved_sources: list[str] = field(default_factory=list)
 
 
 Finalizer = Callable[[FinalizeInput, Callable[[FinalizeInput], list[Message]]], list[Message]]
 
 
-def summary_text(inp: FinalizeInput) -> str:
+def summary_text(inp: FinalizeInput, user_messages: list[Message] | None = None) -> str:
+    """The summary turn's text; ``user_messages`` (already picked) go into an
+    ``<all_user_messages>`` section before the closing line."""
     t = texts(inp.policy.finalize.language)
     lines = [t["summary_open"].format(number=inp.number),
              t["summary_intro"].format(evicted=sum(1 for m in inp.evicted if m.is_original), model=inp.model)]
@@ -52,6 +71,13 @@ def summary_text(inp: FinalizeInput) -> str:
         lines.append("")
         lines.append(t["summary_skills"])
         lines.extend(skills)
+    if user_messages:
+        lines.append("")
+        lines.append("<all_user_messages>")
+        lines.append(t["user_messages_intro"])
+        for m in user_messages:
+            lines.append("- " + plain_text(m, inp.policy.finalize.language).replace("\n", "\n  "))
+        lines.append("</all_user_messages>")
     lines.append(t["summary_close"])
     return "\n".join(lines)
 
@@ -89,6 +115,34 @@ def clip_to_tokens(text: str, limit: int, counter: MessageCounter) -> str:
     return text[:lo]
 
 
+_SPACE = re.compile(r"\s+")
+# A shorter message ("yes", "go on") is found inside any summary by chance, not because it is quoted.
+QUOTE_MIN_CHARS = 16
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def plain_text(m: Message, language: str) -> str:
+    """The user's own words: a preserved copy's marker line is not part of them."""
+    text = "\n".join(iter_text(m.raw.get("content")))
+    marker = texts(language)["preserved_marker"]
+    if m.provenance is Provenance.PRESERVED and text.startswith(marker):
+        text = text[len(marker):].lstrip("\n")
+    return text
+
+
+def _marked(m: Message, body: str | None, marker: str) -> RawMessage:
+    """A user message carrying the marker line, then ``body`` (else the message's own content)."""
+    if body is not None:
+        return {"role": "user", "content": marker + "\n" + body}
+    content = m.raw.get("content")
+    if isinstance(content, list):
+        return {"role": "user", "content": [{"type": "text", "text": marker}, *content]}
+    return {"role": "user", "content": marker + "\n" + (content or "")}
+
+
 def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     fin = inp.policy.finalize
     if not fin.preserve_user_messages:
@@ -97,26 +151,40 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     if budget is None:
         budget = int(0.05 * inp.window)
     t = texts(fin.language)
+    marker = t["preserved_marker"]
+    quoted = _norm(inp.summary)
+    # a message the context still holds verbatim (pinned, or repeated in the kept tail) is not copied again
+    seen = {_norm(plain_text(m, fin.language)) for m in inp.pinned + inp.tail if m.role == "user"}
     picked: list[Message] = []
     for m in reversed(inp.evicted):
         if len(picked) >= fin.preserve_user_max_messages:
             break
         if m.role != "user" or m.provenance not in (Provenance.ORIGINAL, Provenance.PRESERVED):
             continue
-        cost = inp.counter.count(m).total
+        words = plain_text(m, fin.language)
+        key = _norm(words)
+        if not key or key in seen:
+            continue   # empty, or an older copy of a message picked or kept already
+        seen.add(key)
+        if len(key) >= QUOTE_MIN_CHARS and key in quoted:
+            continue   # the summary already carries it whole (a task statement, say)
+        if inp.user_filter is not None and not inp.user_filter(m):
+            continue
         source_id = m.meta.get("source_id", m.id)
+        meta = {"source_id": source_id, "preserved": True}
+        raw = m.raw if m.provenance is Provenance.PRESERVED else _marked(m, None, marker)
+        cost = inp.counter.count(Message(raw, "probe", Provenance.PRESERVED)).total
         if cost <= budget:
-            picked.append(Message(m.raw, f"{source_id}.p", Provenance.PRESERVED, None, {"source_id": source_id}))
+            picked.append(Message(raw, f"{source_id}.p", Provenance.PRESERVED, None, meta))
             budget -= cost
             continue
         # Too big to keep whole: keep its beginning if a useful amount fits, then stop.
-        text = "\n".join(iter_text(m.raw.get("content")))
-        room = budget - 8
+        room = budget - 8 - inp.counter.count_text(marker)
         if room >= 32:
-            head = clip_to_tokens(text, room, inp.counter)
-            note = t["preserved_truncated"].format(chars=len(text) - len(head))
-            picked.append(Message({"role": "user", "content": head + "\n" + note}, f"{source_id}.p",
-                                  Provenance.PRESERVED, None, {"source_id": source_id, "truncated": True}))
+            head = clip_to_tokens(words, room, inp.counter)
+            note = t["preserved_truncated"].format(chars=len(words) - len(head))
+            picked.append(Message(_marked(m, head + "\n" + note, marker), f"{source_id}.p",
+                                  Provenance.PRESERVED, None, meta | {"truncated": True}))
         break
     picked.reverse()
     return picked
@@ -125,21 +193,28 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
 def default_finalizer(inp: FinalizeInput) -> list[Message]:
     fin = inp.policy.finalize
     ref = inp.archive_ref or f"n{inp.number}"
-    text = summary_text(inp)
+    preserved = preserved_user_messages(inp)
+    inp.preserved_sources[:] = [m.meta["source_id"] for m in preserved]
+    in_summary = fin.preserved_user_placement == "summary_section"
+    text = summary_text(inp, preserved if in_summary else None)
+    meta = {"injection": fin.injection, "archive_ref": inp.archive_ref, "number": inp.number}
+    rest = [] if in_summary else list(preserved)
+    for m in inp.pinned:
+        rest.append(Message(m.raw, m.id, Provenance.PINNED if m.is_original else m.provenance, m.ordinal, dict(m.meta)))
+    rest.extend(inp.tail)
     out = list(inp.head)
     if fin.injection == "system":
-        out.append(Message({"role": "system", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None,
-                           {"injection": "system", "archive_ref": inp.archive_ref, "number": inp.number}))
+        out.append(Message({"role": "system", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None, meta))
+    elif fin.injection == "first_user":
+        if rest and rest[0].role == "user":
+            meta["merge_into"] = rest[0].id
+        out.append(Message({"role": "user", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None, meta))
     else:
-        out.append(Message({"role": "user", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None,
-                           {"injection": "user", "archive_ref": inp.archive_ref, "number": inp.number}))
+        out.append(Message({"role": "user", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None, meta))
         if fin.acknowledgement:
             ack = texts(fin.language)["acknowledgement"]
             out.append(Message({"role": "assistant", "content": ack}, f"ack-{ref}", Provenance.ACKNOWLEDGEMENT))
-    out.extend(preserved_user_messages(inp))
-    for m in inp.pinned:
-        out.append(Message(m.raw, m.id, Provenance.PINNED if m.is_original else m.provenance, m.ordinal, dict(m.meta)))
-    out.extend(inp.tail)
+    out.extend(rest)
     return out
 
 

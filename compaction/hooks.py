@@ -19,6 +19,10 @@ Kinds and signatures:
 ``tool_call_formatter``   ``(tool_name, arguments) -> str | None``: how a call appears in the
                           transcript; None keeps the default line, ``""`` leaves it out.
 ``tool_result_formatter`` ``(tool_name, content) -> str | None``: same for a tool result.
+``user_message_filter``   ``(message, context) -> bool`` (Eino's ``Filter``): whether an evicted
+                          user message (OpenAI dict) may be re-inserted after the summary;
+                          ``context`` is the whole context being compacted. Every filter the
+                          policy lists must accept a message for it to be re-inserted.
 
 Returning an empty string (or None) from a pre/post hook keeps the text unchanged. A hook
 that raises is logged as a ``hook_error`` event and ignored, unless the policy's
@@ -42,7 +46,9 @@ from typing import Any
 
 from .errors import CompactionError, PolicyError
 
-KINDS = ("pre_summary", "post_summary", "input_builder", "tool_call_formatter", "tool_result_formatter")
+KINDS = ("pre_summary", "post_summary", "input_builder", "tool_call_formatter", "tool_result_formatter",
+         "user_message_filter")
+LIST_KINDS = ("pre_summary", "post_summary", "user_message_filter")  # a policy names several, applied in order
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -167,7 +173,7 @@ def resolve(settings: Any) -> dict[str, Any]:
             except UnknownHookError as exc:
                 field = f"hooks.{kind}" + (f".{i}" if isinstance(value, list) else "")
                 raise PolicyError(str(exc), field=field) from None
-        out[kind] = fns if kind in ("pre_summary", "post_summary") else (fns[0] if fns else None)
+        out[kind] = fns if kind in LIST_KINDS else (fns[0] if fns else None)
     return out
 
 
@@ -277,6 +283,32 @@ def result_first_line(name: str, content: str) -> str:
     return f"[{name} returned: {line}]"
 
 
+BOILERPLATE_REPEATS = 3
+
+
+def _plain(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text").strip()
+    return ""
+
+
+def drop_repeated_boilerplate(message: dict[str, Any], context: list[dict[str, Any]]) -> bool:
+    """Skip a user message sent verbatim 3 or more times (a harness reminder, not a request)."""
+    text = _plain(message)
+    if not text:
+        return True
+    repeats = 0
+    for other in context:
+        if other.get("role") == "user" and _plain(other) == text:
+            repeats += 1
+            if repeats >= BOILERPLATE_REPEATS:
+                return False
+    return True
+
+
 for _kind, _name, _fn in (
     ("pre_summary", "redact_secrets", redact_secrets),
     ("pre_summary", "collapse_whitespace", collapse_whitespace),
@@ -290,5 +322,6 @@ for _kind, _name, _fn in (
     ("tool_result_formatter", "omit", omit),
     ("tool_result_formatter", "head_tail_2000", result_head_tail),
     ("tool_result_formatter", "first_line", result_first_line),
+    ("user_message_filter", "drop_repeated_boilerplate", drop_repeated_boilerplate),
 ):
     register_hook(_kind, _name, _fn, builtin=True, replace=True)

@@ -136,9 +136,10 @@ class SkillsPolicy(_Strict):
 
 
 class FinalizePolicy(_Strict):
-    injection: Literal["user", "system"] = Field("user", description="'user': the summary is a marked user turn plus an assistant acknowledgement; 'system': merged into the system message.")
+    injection: Literal["user", "system", "first_user"] = Field("user", description="Where the summary goes. 'user': a marked user turn plus an assistant acknowledgement; 'system': merged into the system message (a new one when there is none); 'first_user' (tRPC's user mode): merged into the user message that follows it when there is one (a re-inserted or the first kept user message), else a user turn of its own, never with an acknowledgement. In every mode the next summary folds the current one in, so there is one live summary.")
     acknowledgement: bool = Field(True, description="Add the short assistant acknowledgement after a user-mode summary (keeps roles alternating).")
-    preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span.")
+    preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span, marked as earlier messages, without repeats (of each other, or of text the summary already quotes whole) and without those the user message filters (hooks.user_message_filter) reject.")
+    preserved_user_placement: Literal["messages", "summary_section"] = Field("messages", description="Where re-inserted user messages go. 'messages': each is a user turn after the summary, prefixed with a short marker; 'summary_section' (Eino's layout): they are quoted inside the summary in an <all_user_messages> section and no extra turns are added.")
     preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window).")
     preserve_user_max_messages: int = Field(4, ge=0, description="At most this many user messages are re-inserted (the most recent ones), so a chat of many short turns still shrinks.")
     skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
@@ -179,16 +180,17 @@ class HooksPolicy(_Strict):
     input_builder: str | None = Field(None, description="Registered input_builder hook with full control of the summarizer's input messages. Built-in: default, single_user_message.")
     tool_call_formatter: str | None = Field(None, description="Registered formatter for tool calls in the summarizer input (an empty result leaves the call out). Built-in: name_only, omit.")
     tool_result_formatter: str | None = Field(None, description="Registered formatter for tool results in the summarizer input (an empty result leaves the result out). Built-in: omit, first_line, head_tail_2000.")
+    user_message_filter: list[str] = Field(default_factory=lambda: ["drop_repeated_boilerplate"], description="Registered user_message_filter hooks (Eino's Filter): each gets an evicted user message and the context, and returns False to keep it from being re-inserted after the summary. Built-in: drop_repeated_boilerplate (a message sent verbatim 3 or more times, such as a harness reminder). An empty list re-inserts every candidate.")
     abort_on_error: bool = Field(False, description="A failing hook aborts the run (nothing is changed); off: the error is logged as an event and the hook is skipped.")
 
-    @field_validator("pre_summary", "post_summary", mode="before")
+    @field_validator("pre_summary", "post_summary", "user_message_filter", mode="before")
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         if v is None:
             return []
         return [v] if isinstance(v, str) else v
 
-    @field_validator("pre_summary", "post_summary")
+    @field_validator("pre_summary", "post_summary", "user_message_filter")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
         if any(not isinstance(n, str) or not n.strip() for n in v):

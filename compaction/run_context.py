@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
-from .archive import ArchiveBackend
+from .archive import ArchiveBackend, EntryIds, backend_has
 from .errors import CompactionError
 from .finalize import Finalizer
 from .hooks import chain
@@ -29,6 +30,7 @@ ToolFormatter = Callable[[str, str], str | None]
 InputBuilder = Callable[[str | None, str, list[dict[str, Any]]], list[dict[str, Any]]]
 SingleHookKind = Literal["tool_call_formatter", "tool_result_formatter", "input_builder"]
 TextHookKind = Literal["pre_summary", "post_summary"]
+UserMessageFilter = Callable[[dict[str, Any], list[dict[str, Any]]], bool]
 
 
 @dataclass
@@ -38,7 +40,9 @@ class Hooks:
     finalizer(inp, default) -> messages; pre_summary(text) -> text (the summarizer's
     transcript); post_summary(text) -> text; input_builder(system, user, span) -> messages;
     tool_call_formatter / tool_result_formatter for the summarizer input;
-    reduction: the hooks passed to the reduction step (rewriter, post_process, handlers).
+    reduction: the hooks passed to the reduction step (rewriter, post_process, handlers);
+    user_message_filter(message, context) -> bool: False keeps an evicted user message from
+    being re-inserted after the summary (replaces the filters the policy names).
     With abort_on_hook_error False (default) a failing hook is logged as an event and ignored.
     A hook set here wins over the name the policy's ``hooks`` section gives for that kind
     (names resolve through :mod:`compaction.hooks`).
@@ -51,6 +55,7 @@ class Hooks:
     tool_result_formatter: ToolFormatter | None = None
     reduction: ReductionHooks | dict[str, Any] = field(default_factory=dict)
     input_builder: InputBuilder | None = None
+    user_message_filter: UserMessageFilter | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class HookSet:
     def text_hooks(self, kind: TextHookKind) -> list[TextHook]:
         own: TextHook | None = getattr(self.own, kind)
         return [own] if own is not None else list(self.named.get(kind) or [])
+
+    def user_message_filters(self) -> list[UserMessageFilter]:
+        own = self.own.user_message_filter
+        return [own] if own is not None else list(self.named.get("user_message_filter") or [])
 
     def summarize_kwargs(self) -> dict[str, Any]:
         """Hook keyword arguments for :func:`compaction.summarizer.summarize`."""
@@ -173,6 +182,11 @@ class RunContext:
         if self.force or self.over_window:
             return 0
         return self.policy.landing_numbers(self.window)[1]
+
+    @cached_property
+    def entry_ids(self) -> EntryIds:
+        """Handles for the entries this run writes: derived from their content, unique in the archive."""
+        return EntryIds(self.session_id, backend_has(self.archive, self.session_id))
 
     def emit(self, event: Event) -> None:
         event.setdefault("at", self.clock())

@@ -14,12 +14,12 @@ results, and :class:`compaction.Compactor` writes them once every step has succe
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import tailoring
-from .archive import ArchiveEntry, item_for, new_entry_id
+from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
 from .cut import CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
@@ -132,7 +132,7 @@ def _reduce(run: RunContext, step: ReductionStep, settings: ReductionPolicy, tot
             arrival: bool = False) -> ReductionStep:
     rr = before_call(step.messages, policy=settings, counter=run.counter, window=run.usable_window,
                      session_id=run.session_id, total_tokens=total, hooks=run.hooks.own.reduction or None,
-                     arrival=arrival)
+                     arrival=arrival, ids=run.entry_ids)
     for e in rr.events:
         run.emit(e)
     if rr.abandoned or not (rr.entries or rr.ledger_rows):
@@ -329,16 +329,39 @@ class FinalizeStep:
                 "target": plan.target, "boundary": plan.boundary, "notes": plan.notes}
 
 
+def user_message_filter(run: RunContext, context: list[Message]) -> Callable[[Message], bool] | None:
+    """The policy's user message filters as one test. A filter that raises is reported and
+    skipped (the message stays eligible), unless hooks must abort the run."""
+    filters = run.hooks.user_message_filters()
+    if not filters:
+        return None
+    raws = [m.raw for m in context]
+
+    def accept(message: Message) -> bool:
+        for f in filters:
+            try:
+                if not f(message.raw, raws):
+                    return False
+            except Exception as exc:  # noqa: BLE001 - hooks are user code
+                if run.hooks.abort_on_error:
+                    raise CompactionError(f"user_message_filter hook failed: {exc}") from exc
+                run.emit({"type": "hook_error", "hook": "user_message_filter", "error": repr(exc)})
+        return True
+    return accept
+
+
 def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummaryStep) -> FinalizeStep:
     run.step("finalize")
     working, plan, result, text = reduced.messages, summary.plan, summary.result, summary.text
-    archive_ref = new_entry_id()
+    originals = [m for m in summary.span if m.is_original]
+    archive_ref = run.entry_ids.new("evicted", [item_for(m) for m in originals],
+                                    salt=" ".join(m.id for m in summary.span))
     number = 1 + max((m.meta.get("number", 0) for m in working if m.provenance is Provenance.SUMMARY), default=0)
     inp = FinalizeInput(head=[working[i] for i in plan.head], evicted=summary.span,
                         pinned=[working[i] for i in plan.pinned], tail=working[plan.tail_start:],
                         summary=text, model=result.model, extractive=result.extractive,
                         archive_ref=archive_ref, number=number, policy=run.policy, counter=run.counter,
-                        window=run.window)
+                        window=run.window, user_filter=user_message_filter(run, working))
     new_messages = run_finalizer(inp, run.hooks.own.finalizer)
     horizon = 1 + max((m.ordinal for m in run.messages if m.ordinal is not None), default=-1)
     for m in new_messages:
@@ -354,15 +377,16 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
 
     entries: list[ArchiveEntry] = []
     if summary.previous:
-        entries.append(ArchiveEntry(new_entry_id(), run.session_id, "previous_summary",
-                                    [item_for(m) for m in summary.previous], run.run_id,
+        folded = [item_for(m) for m in summary.previous]
+        entries.append(ArchiveEntry(run.entry_ids.new("previous_summary", folded, salt=archive_ref),
+                                    run.session_id, "previous_summary", folded, run.run_id,
                                     note="folded into a new summary"))
-    originals = [m for m in summary.span if m.is_original]
     entries.append(ArchiveEntry(archive_ref, run.session_id, "evicted", [item_for(m) for m in originals],
                                 run.run_id, note=f"summarized by {result.model}"))
     run.emit({"type": "after_summarize", "archive_ref": archive_ref, "messages_after": len(new_messages)})
 
     preserved_ids = {m.meta.get("source_id") for m in new_messages if m.provenance is Provenance.PRESERVED}
+    preserved_ids.update(inp.preserved_sources)
     fates: dict[str, Fate] = {}
     for m in summary.span:
         fates[m.id] = ("preserved" if m.id in preserved_ids else
@@ -397,7 +421,9 @@ def tailor_context(run: RunContext, messages: list[Message], *, guard: bool = Fa
     if not tr.dropped:
         return TailorStep(tr)
     originals = [m for m in tr.dropped if m.is_original]
-    entry = ArchiveEntry(new_entry_id(), run.session_id, "evicted", [item_for(m) for m in originals], run.run_id,
+    items = [item_for(m) for m in originals]
+    handle = run.entry_ids.new("evicted", items, salt=" ".join(m.id for m in tr.dropped))
+    entry = ArchiveEntry(handle, run.session_id, "evicted", items, run.run_id,
                          note="dropped by " + " and ".join(sorted(set(tr.dropped_by.values()))).replace("_", " "))
     event = {"type": "tailor", "at": run.clock(), "archive_ref": entry.id, **tr.to_dict()}
     return TailorStep(tr, entry, event)

@@ -218,7 +218,8 @@ class PolicyForm(forms.Form):
     summarizer_model = forms.CharField(label="Summarizer model (cost estimate)", required=False, empty_value=None,
                                        help_text=_help("summarizer_model"))
     injection = forms.ChoiceField(label="Summary goes into", help_text=_help("injection"),
-                                  choices=[("user", "a user turn"), ("system", "the system message")])
+                                  choices=[("user", "a user turn"), ("system", "the system message"),
+                                           ("first_user", "the first kept user message")])
     preserve_user_messages = forms.BooleanField(label="Re-insert recent user messages", required=False,
                                                 help_text=_help("preserve_user_messages"))
     reduction = forms.BooleanField(label="Reduce tool output first (no LLM)", required=False,

@@ -24,6 +24,8 @@ TEXTS = {
     "summary_close": "[End of summary]",
     "acknowledgement": "Understood. I have the summary of the earlier conversation and will continue from the current state.",
     "preserved_truncated": "[... {chars} characters of this earlier message omitted ...]",
+    "preserved_marker": "[Earlier message from the user, kept verbatim from before the summary; it may be done or superseded]",
+    "user_messages_intro": "Messages the user wrote in the summarized part, oldest first (verbatim; they may be done or superseded):",
 }
 
 REDUCTION = {

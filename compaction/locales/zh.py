@@ -12,6 +12,8 @@ TEXTS = {
     "summary_close": "[摘要结束]",
     "acknowledgement": "明白。我已获得之前对话的摘要，将从当前状态继续。",
     "preserved_truncated": "[……此前消息中省略了 {chars} 个字符……]",
+    "preserved_marker": "[用户在摘要之前发送的消息，原文保留；其中的请求可能已完成或已被取代]",
+    "user_messages_intro": "用户在被摘要部分中发送的消息，按时间先后排列（原文保留；其中的请求可能已完成或已被取代）：",
 }
 
 REDUCTION = {

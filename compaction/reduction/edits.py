@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..archive import ArchiveEntry, item_for, new_entry_id
+from ..archive import ArchiveEntry, EntryIds, item_for
 from ..errors import SessionValidationError
 from ..messages import CallTracker, Message, Provenance, validate_message
 from ..tokens import MessageCounter
@@ -34,10 +34,10 @@ from .truncate import shorten
 FAILURE_WORDS = ("error", "fail", "missing", "unavailable", "lost", "denied", "invalid")
 # An edit must save at least this many tokens. Smaller gains are not worth a prompt-cache
 # miss, and entry ids tokenize to slightly different lengths, so a near-tie could flip
-# between one model call and the next.
+# between one edit and the next.
 MIN_GAIN_TOKENS = 32
 # Decisions are taken on placeholders carrying this stand-in handle, so whether a result is
-# worth clearing depends on the result alone, not on how a random entry id tokenizes.
+# worth clearing depends on the result alone, not on how its entry's digest tokenizes.
 PROBE_HANDLE = "ar_0000000000000000"
 
 # "inserted": a message a rewrite hook wrote; it has no ledger row of its own.
@@ -63,13 +63,15 @@ class Record:
 
 class Editor:
     def __init__(self, messages: list[Message], policy: ReductionPolicy, counter: MessageCounter,
-                 session_id: str, hooks: ReductionHooks, names: dict[str, str] | None = None):
+                 session_id: str, hooks: ReductionHooks, names: dict[str, str] | None = None,
+                 ids: EntryIds | None = None):
         self.messages = messages
         self.policy = policy
         self.counter = counter
         self.session_id = session_id
         self.hooks = hooks
         self.names = names or {}
+        self.ids = ids if ids is not None else EntryIds(session_id)
         self.lang = policy.language
         self.slots: dict[int, list[Message]] = {}
         self.records: list[Record] = []
@@ -142,7 +144,7 @@ class Editor:
         mark = mark_of(msg)
         if mark is not None and mark.archive_ref:
             return mark.archive_ref, False
-        return new_entry_id(), True
+        return self.ids.new("offloaded", [item_for(msg, tool_name=self.tool_name(msg))]), True
 
     def _record(self, rec: Record) -> None:
         # One record per message per phase run: a second edit of the same message (another

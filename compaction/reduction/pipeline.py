@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..archive import EntryIds
 from ..messages import Message, tool_name_index
 from ..tokens import MessageCounter
 from . import notices as N
@@ -98,7 +99,8 @@ def run_arrival(ed: Editor) -> None:
 
 def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: MessageCounter, window: int,
                 session_id: str, total_tokens: int,
-                hooks: ReductionHooks | dict[str, Any] | None = None, arrival: bool = False) -> ReductionResult:
+                hooks: ReductionHooks | dict[str, Any] | None = None, arrival: bool = False,
+                ids: EntryIds | None = None) -> ReductionResult:
     """Reduce the live context before a model call.
 
     ``arrival``: the messages never went through truncation on arrival (a one-shot
@@ -109,12 +111,13 @@ def before_call(messages: list[Message], *, policy: ReductionPolicy, counter: Me
     (``force_clean_tools``), passes 1 and 2 when ``passes.enabled``, then threshold clearing
     when ``clearing.enabled`` and the total (minus what the passes reclaimed) is over the
     threshold. Clearing is all-or-nothing under ``clear_at_least_tokens`` in guard mode.
+    ``ids`` hands out archive handles (a run passes one that knows the archive's handles).
     """
     hooks = ReductionHooks.coerce(hooks)
     if not policy.enabled:
         return _unchanged(messages, "reduction is disabled")
     names = tool_name_index(messages)
-    ed = Editor(messages, policy, counter, session_id, hooks, names)
+    ed = Editor(messages, policy, counter, session_id, hooks, names, ids)
     ed.events.extend(list_warnings(policy, set(names.values())))
     notes: list[str] = []
     if arrival:

@@ -1,4 +1,5 @@
 """Archive backends and replay: originals come back exactly, corruption is detected."""
+import itertools
 import json
 
 import pytest
@@ -8,12 +9,18 @@ from compaction.archive import (
     FileArchive,
     MemoryArchive,
     item_for,
-    new_entry_id,
     replay,
 )
 from compaction.errors import ArchiveError
 from compaction.messages import Message, Provenance, canonical_json, wrap_originals
 from tests.engine.helpers import coding_run
+
+_handles = itertools.count(1)
+
+
+def next_handle() -> str:
+    """A fresh handle for entries these tests write by hand."""
+    return f"ar_{next(_handles):016x}"
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -23,11 +30,11 @@ def archive(request, tmp_path):
 
 def test_entries_come_back_in_write_order_and_by_id(archive):
     msgs = wrap_originals(coding_run(rounds=3))
-    first = ArchiveEntry(new_entry_id(), "s1", "evicted", [item_for(m) for m in msgs[:3]])
-    second = ArchiveEntry(new_entry_id(), "s1", "evicted", [item_for(m) for m in msgs[3:5]])
+    first = ArchiveEntry(next_handle(), "s1", "evicted", [item_for(m) for m in msgs[:3]])
+    second = ArchiveEntry(next_handle(), "s1", "evicted", [item_for(m) for m in msgs[3:5]])
     archive.write(first)
     archive.write(second)
-    archive.write(ArchiveEntry(new_entry_id(), "other", "evicted", [item_for(msgs[0])]))
+    archive.write(ArchiveEntry(next_handle(), "other", "evicted", [item_for(msgs[0])]))
     assert [e.id for e in archive.entries("s1")] == [first.id, second.id]
     got = archive.get("s1", second.id)
     assert [i.raw for i in got.items] == [m.raw for m in msgs[3:5]]
@@ -38,7 +45,7 @@ def test_entries_come_back_in_write_order_and_by_id(archive):
 def test_replay_rebuilds_the_original_from_evicted_entries_and_live_context(archive):
     raws = coding_run(rounds=4)
     msgs = wrap_originals(raws)
-    archive.write(ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(m) for m in msgs[1:6]]))
+    archive.write(ArchiveEntry(next_handle(), "s", "evicted", [item_for(m) for m in msgs[1:6]]))
     summary = Message({"role": "user", "content": "summary"}, "sum-1", Provenance.SUMMARY)
     live = [msgs[0], summary] + msgs[6:]
     assert canonical_json(replay(archive.entries("s"), live)) == canonical_json(raws)
@@ -47,7 +54,7 @@ def test_replay_rebuilds_the_original_from_evicted_entries_and_live_context(arch
 def test_replay_prefers_the_offloaded_original_of_a_reduced_message(archive):
     raws = coding_run(rounds=2)
     msgs = wrap_originals(raws)
-    entry = ArchiveEntry(new_entry_id(), "s", "offloaded", [item_for(msgs[3])])
+    entry = ArchiveEntry(next_handle(), "s", "offloaded", [item_for(msgs[3])])
     archive.write(entry)
     cleared = msgs[3].with_raw({**msgs[3].raw, "content": "[cleared]"}, reduction={"kind": "cleared", "archive_ref": entry.id})
     live = msgs[:3] + [cleared] + msgs[4:]
@@ -63,7 +70,7 @@ def test_replay_reports_a_gap_instead_of_guessing():
 def test_a_tampered_file_entry_is_detected(tmp_path):
     archive = FileArchive(tmp_path)
     msgs = wrap_originals(coding_run(rounds=1))
-    entry = ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(m) for m in msgs])
+    entry = ArchiveEntry(next_handle(), "s", "evicted", [item_for(m) for m in msgs])
     archive.write(entry)
     path = archive.path("s")
     data = json.loads(path.read_text())
@@ -77,5 +84,5 @@ def test_non_ascii_content_round_trips_through_the_file_backend(tmp_path):
     archive = FileArchive(tmp_path)
     raw = {"role": "user", "content": "患者名は山田太郎です。한국어로 답해 주세요 \u2028 end"}
     msg = wrap_originals([raw])[0]
-    archive.write(ArchiveEntry(new_entry_id(), "s", "evicted", [item_for(msg)]))
+    archive.write(ArchiveEntry(next_handle(), "s", "evicted", [item_for(msg)]))
     assert archive.entries("s")[0].items[0].raw == raw

@@ -1,14 +1,23 @@
 """Archive tools for agents: exact slices by handle, ranked search, and the session_load / session_search tools."""
+import itertools
 import json
 
 import pytest
 
 from compaction import archive_tools
-from compaction.archive import ArchiveEntry, MemoryArchive, item_for, new_entry_id
+from compaction.archive import ArchiveEntry, MemoryArchive, item_for
 from compaction.errors import ArchiveError
 from compaction.messages import wrap_originals
 
 from .helpers import SESSION, commit, policy, reduce, run
+
+_handles = itertools.count(1)
+
+
+def next_handle() -> str:
+    """A fresh handle for entries these tests write by hand."""
+    return f"ar_{next(_handles):016x}"
+
 
 LOG = "".join(f"{i:05d} GET /api/orders/{i} 200 {i % 97}ms\n" for i in range(3000))
 
@@ -80,7 +89,7 @@ def test_bad_handles_and_ranges_are_explained(cleared):
 def test_an_entry_of_several_messages_is_addressed_item_by_item():
     msgs = wrap_originals([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}])
     archive = MemoryArchive()
-    entry = ArchiveEntry(new_entry_id(), SESSION, "evicted", [item_for(m) for m in msgs])
+    entry = ArchiveEntry(next_handle(), SESSION, "evicted", [item_for(m) for m in msgs])
     archive.write(entry)
     with pytest.raises(ArchiveError, match="holds 2 messages"):
         archive_tools.load(archive, SESSION, entry.id)
@@ -91,7 +100,7 @@ def test_an_entry_of_several_messages_is_addressed_item_by_item():
 def test_the_untouched_original_wins_over_later_reduced_copies(cleared):
     raws, r, archive = cleared
     # a later summary evicts the cleared message: the evicted copy holds the placeholder
-    evicted = ArchiveEntry(new_entry_id(), SESSION, "evicted", [item_for(m) for m in r.messages[:6]])
+    evicted = ArchiveEntry(next_handle(), SESSION, "evicted", [item_for(m) for m in r.messages[:6]])
     archive.write(evicted)
     assert archive_tools.load(archive, SESSION, "m000005")["content"] == LOG
     hits = archive_tools.search(archive, SESSION, "archived to free context space")
