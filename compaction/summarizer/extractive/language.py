@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Literal
 
 from ...locales import available, has, section
-from .sections import TITLES
+from .sections import LEGACY_TITLES, TITLES
 
 LABEL = "Extractive summary (no LLM)"   # the English label; each locale file has its own
-Prefix = Literal["Task:", "Latest request:", "Request:", "Constraint:"]
-PREFIXES: tuple[Prefix, ...] = ("Task:", "Latest request:", "Request:", "Constraint:")
+Prefix = Literal["Task:", "Latest request:", "Request:", "Constraint:", "Open:", "Fixed:", "Plan:",
+                 "Unanswered request:", "Last agent message:", "Last tool call:"]
+PREFIXES: tuple[Prefix, ...] = ("Task:", "Latest request:", "Request:", "Constraint:", "Open:", "Fixed:", "Plan:",
+                                "Unanswered request:", "Last agent message:", "Last tool call:")
 
 
 def words_of(language: str) -> dict[str, str]:
@@ -31,6 +33,8 @@ def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
         words = words_of(lang)
         labels.append(words["label"])
         headings.update({words[t]: t for t in TITLES})
+        # Summaries written before the sections were split are read into today's sections.
+        headings.update({words[old]: new for old, new in LEGACY_TITLES.items() if old in words})
         prefixes.update({words[p]: p for p in PREFIXES})
     return tuple(labels), headings, prefixes
 
