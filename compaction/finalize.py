@@ -32,6 +32,9 @@ class FinalizeInput:
     policy: Policy
     counter: MessageCounter
     window: int
+    # Every archive entry holding originals this summary stands for, oldest first: the
+    # entries of the summaries it folds in, then ``archive_ref``.
+    covered_refs: tuple[str, ...] = ()
 
 
 Finalizer = Callable[[FinalizeInput, Callable[[FinalizeInput], list[Message]]], list[Message]]
@@ -44,7 +47,12 @@ def summary_text(inp: FinalizeInput) -> str:
     if inp.extractive:
         lines.append(t["summary_extractive"])
     if inp.policy.finalize.archive_hint and inp.archive_ref:
-        lines.append(t["summary_archive"].format(archive_ref=inp.archive_ref))
+        refs = inp.covered_refs or (inp.archive_ref,)
+        if len(refs) > 1:
+            lines.append(t["summary_archive_many"].format(archive_refs=", ".join(refs), count=len(refs),
+                                                          archive_ref=refs[-1]))
+        else:
+            lines.append(t["summary_archive"].format(archive_ref=inp.archive_ref))
     lines.append("")
     lines.append(inp.summary.strip())
     skills = preserved_skills(inp)

@@ -19,6 +19,9 @@ TEXTS = {
                       "below by {model}. Treat it as your own memory of the work so far."),
     "summary_archive": ("The original messages are archived as entry {archive_ref}; call "
                         "session_load(handle=\"{archive_ref}\") to read them again, or session_search(query=...) to find a detail."),
+    "summary_archive_many": ("The original messages are archived as {count} entries, oldest first: {archive_refs}; "
+                             "call session_load(handle=...) with one of them to read those messages again, or "
+                             "session_search(query=...) to find a detail."),
     "summary_extractive": "(This summary was extracted from the messages without an LLM.)",
     "summary_skills": "Skills loaded earlier (kept verbatim):",
     "summary_close": "[End of summary]",

@@ -7,6 +7,8 @@ TEXTS = {
     "summary_intro": "本对话较早的部分（{evicted} 条消息）已由 {model} 压缩为以下摘要。请把它当作你对目前工作的记忆。",
     "summary_archive": ("原始消息已归档为条目 {archive_ref}；调用 session_load(handle=\"{archive_ref}\") 可重新读取，"
                         "或调用 session_search(query=...) 查找细节。"),
+    "summary_archive_many": ("原始消息已归档为 {count} 个条目（从旧到新）：{archive_refs}；用其中一个调用 "
+                             "session_load(handle=...) 可重新读取那部分消息，或用 session_search(query=...) 查找细节。"),
     "summary_extractive": "（此摘要由程序从消息中抽取，未使用大模型。）",
     "summary_skills": "之前加载的技能（原文保留）：",
     "summary_close": "[摘要结束]",

@@ -315,9 +315,17 @@ def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], li
         else:
             other.append(Item(f"{f.shown} (in output)", (1, f.score, -f.first), 0, key=key))
     # Files of the previous summary come after the fresh ones unless listed again with new evidence.
+    earlier = {t: list(prev.get(t, [])) for t in ("Files edited", "Files read", "Other paths")}
+    for text in list(earlier["Other paths"]):
+        # A summary from before the split said "(changed)" / "(mentioned)" / "(seen in tool output)".
+        path, _, note = text.partition(" (")
+        if note in ("changed)", "mentioned)", "seen in tool output)"):
+            earlier["Other paths"].remove(text)
+            earlier["Files edited" if note == "changed)" else "Other paths"].append(
+                path + (" (edited)" if note == "changed)" else ""))
     for title, bucket in (("Files edited", edited), ("Files read", read), ("Other paths", other)):
         fresh = {it.key for it in bucket}
-        for i, text in enumerate(prev.get(title, [])):
+        for i, text in enumerate(earlier[title]):
             path = text.split(" (", 1)[0]
             if path_key(path) not in fresh:
                 bucket.append(Item(text, (2.5 if title == "Files edited" else 1.5, -i), 0, key=path_key(path)))
