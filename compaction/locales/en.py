@@ -203,4 +203,15 @@ EXTRACTIVE = {
     "Unanswered request:": "Unanswered request:",
     "Last agent message:": "Last agent message:",
     "Last tool call:": "Last tool call:",
+    # words of the closing note of file and error items
+    "note:created": "created",
+    "note:edited": "edited",
+    "note:rewritten": "rewritten",
+    "note:patched": "patched",
+    "note:deleted": "deleted",
+    "note:copied": "copied",
+    "note:written": "written",
+    "note:in output": "in output",
+    "note:after": "after",
+    "note:in": "in",
 }

@@ -259,3 +259,24 @@ def test_every_corpus_session_stays_within_the_word_budget_with_all_sections(bud
     for path in sorted(CORPUS.glob("*.json")):
         text = summarize_text(corpus_transcript(path.stem), None, budget)
         assert count_words(text) <= budget, path.name
+
+
+def test_file_and_error_notes_are_written_in_the_summary_language_and_read_back():
+    transcript = session(*[
+        "[user]: 请修复 src/app/main.py 中的登录错误。",
+        "[assistant]: " + call("bash", {"command": "python check.py"}),
+        "[bash returned: KeyError: 'uid'\n<returncode>1</returncode>]",
+        "[assistant]: " + call("bash", {"command": "sed -i s/uid/user_id/ src/app/main.py"}),
+        "[bash returned: <returncode>0</returncode>]",
+        "[assistant]: " + call("bash", {"command": "python check.py"}),
+        "[bash returned: ok\n<returncode>0</returncode>]",
+    ])
+
+    text = summarize_text(transcript, None, 300, "zh")
+
+    assert "- src/app/main.py (修改)" in text
+    assert "- 已解决：KeyError: 'uid' (已由此命令成功运行 `python check.py`)" in text
+    assert "s/uid/user_id/" not in "\n".join(section(text, "其他路径"))    # an unquoted sed script is no path
+    sections, _ = parse_previous(text)
+    assert sections["Files edited"] == ["src/app/main.py (edited)"]
+    assert sections["Errors"] == ["Fixed: KeyError: 'uid' (after `python check.py`)"]

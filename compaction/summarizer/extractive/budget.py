@@ -145,5 +145,5 @@ def render(header: str, sections: Sections, language: str = "en") -> str:
     for title in TITLES:
         items = sections.get(title)
         if items:
-            parts.append(f"## {words[title]}\n" + "\n".join(f"- {localize_line(it.text, words)}" for it in items))
+            parts.append(f"## {words[title]}\n" + "\n".join(f"- {localize_line(it.text, words, title)}" for it in items))
     return "\n\n".join(parts)

@@ -49,6 +49,7 @@ from .signals import (
     NOTE,
     PLACEHOLDER_PATH,
     PLAN,
+    SED_SCRIPT,
     STRONG_DECISION,
     call_signature,
     describe_call,
@@ -261,6 +262,8 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
             # What the call names outside file contents it writes (here-documents, editor text).
             named = find_paths(shell_command(ev.text)) + [p for p, _ in changes] + reads
             for p in dict.fromkeys(named):
+                if SED_SCRIPT.match(p):
+                    continue
                 f = note(p, ev.order)
                 f.score += 3
                 f.referenced, f.instructions_only = True, False
@@ -281,6 +284,17 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
     for key in [k for k in facts if "/" not in k]:
         owners = by_base.get(key)
         if owners and len(owners) == 1:
+            facts[owners[0]].merge(facts.pop(key))
+    # Likewise "django/db/x.py" and "/testbed/django/db/x.py" are one file seen from two directories.
+    by_tail: dict[str, list[str]] = {}
+    for key in facts:
+        if key.startswith("/") and not key.endswith("/"):
+            parts = key.split("/")
+            for i in range(2, len(parts) - 1):
+                by_tail.setdefault("/".join(parts[i:]), []).append(key)
+    for key in [k for k in facts if "/" in k and not k.startswith(("/", "~", "."))]:
+        owners = by_tail.get(key)
+        if owners and len(owners) == 1 and owners[0] in facts:
             facts[owners[0]].merge(facts.pop(key))
     for f in facts.values():
         # A file the user named and the session then met is one the user pointed at.
@@ -511,7 +525,7 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
             low = ident.lower()
             if PLACEHOLDER_PATH.search(ident) and ("/" in ident or "." in ident or " " in ident):
                 continue   # "/path/to/dir", "git diff -- path/to/file1": examples, not names of this session
-            if path_key(ident) in instruction_paths:
+            if path_key(ident) in instruction_paths or SED_SCRIPT.match(ident):
                 continue
             if ev.kind != "user":
                 agent_used.add(low)

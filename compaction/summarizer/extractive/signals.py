@@ -2,13 +2,16 @@
 
 Each detector is a regular expression or a small scan over text, linear in its size:
 
-- the paths a tool call changes (:func:`changed_paths`: editor tools and shell
-  redirections, ``sed -i``, ``cp``...); paths and URLs in text are found by
+- the files a tool call changes and how (:func:`file_changes`: editor tools, shell
+  redirections, ``sed -i``, ``cp``, ``apply_patch``...) and those it only reads
+  (:func:`read_paths`); paths and URLs in text are found by
   :func:`compaction.identifiers.find_paths`, the rule the retention score uses too;
+- placeholder paths of instructions and examples (``PLACEHOLDER_PATH``);
+- what a call runs, so two runs of one command can be compared (:func:`call_signature`);
 - the outcome of a tool result (:func:`outcome_of`: exit status, error line or first
   line of output) and its exception lines (:func:`exception_lines`);
-- sentences that carry a user's constraint or an agent's decision (``CONSTRAINT``,
-  ``DECISION``, ``STRONG_DECISION``);
+- sentences that carry a user's constraint, an agent's decision or its plan
+  (``CONSTRAINT``, ``DECISION``, ``STRONG_DECISION``, ``PLAN``, ``LOOKING``);
 - a one-line description of a tool call (:func:`describe_call`).
 """
 from __future__ import annotations
@@ -157,6 +160,9 @@ def call_signature(name: str, args: str) -> str:
             return " ".join(words[:3])
     return name
 
+
+# A sed or perl substitution written without quotes ("s/old/new/g") looks like a path.
+SED_SCRIPT = re.compile(r"^[sy]/[^/]*/[^/]*/[gimpe0-9]*$")
 
 # Paths that only stand for a path in instructions or examples ("/path/to/working/dir",
 # "path/to/file1", "filename.py", "your_script.py"): never a file of this session.
