@@ -8,6 +8,7 @@ import re
 import pytest
 from summarizer_spans import CORPUS
 
+from compaction import locales
 from compaction.messages import wrap_originals
 from compaction.summarizer import render_conversation
 from compaction.summarizer.extractive import count_words, parse_previous, summarize_text
@@ -280,3 +281,18 @@ def test_file_and_error_notes_are_written_in_the_summary_language_and_read_back(
     sections, _ = parse_previous(text)
     assert sections["Files edited"] == ["src/app/main.py (edited)"]
     assert sections["Errors"] == ["Fixed: KeyError: 'uid' (after `python check.py`)"]
+
+
+def test_a_result_the_engine_already_archived_is_reported_as_archived_not_quoted():
+    placeholder = locales.section("REDUCTION", "en")["cleared_placeholder"].format(
+        tool_name="Edit", tool_call_id="t1", chars="2,334", tokens="600", handle="ar_1",
+        load_call='session_load(handle="ar_1")')
+    transcript = session(*[
+        "[user]: Tidy up src/cli.py.",
+        "[assistant]: " + call("Edit", {"file_path": "src/cli.py", "old_string": "a", "new_string": "b"}),
+        f"[Edit returned: {placeholder}]",
+    ])
+
+    commands = section(summarize_text(transcript, None, 300), "Commands and outcomes")
+
+    assert "Edit: src/cli.py → ran (output archived)" in commands

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from ...identifiers import clean_path, find_paths
+from ...locales import available, section
 from .words import squash
 
 _EXT_TAIL = re.compile(r"\.[A-Za-z0-9]{1,10}$")
@@ -287,8 +289,24 @@ def exception_lines(text: str) -> list[str]:
     return result
 
 
+@cache
+def _placeholder_openings() -> tuple[str, ...]:
+    """How the engine's own placeholders for a cleared tool result begin, in every language."""
+    out: list[str] = []
+    for lang in available():
+        texts = section("REDUCTION", lang)
+        for key in ("cleared_placeholder", "force_cleaned_placeholder"):
+            opening = texts[key].split("{", 1)[0].strip()
+            if len(opening) >= 8:
+                out.append(opening)
+    return tuple(out)
+
+
 def outcome_of(result: str, errors: list[str] | None = None) -> tuple[bool, str]:
-    """(failed?, short outcome text) of a tool result (``errors``: its exception lines, if known)."""
+    """(failed?, short outcome text) of a tool result (``errors``: its exception lines, if known).
+    A result the engine already cleared says only that: its placeholder is not the output."""
+    if result.startswith(_placeholder_openings()):
+        return False, "ran (output archived)"
     head, tail = result[:2000], result[-2000:]
     code: int | None = None
     for chunk in (head, tail):
