@@ -136,6 +136,17 @@ def test_commands_are_listed_with_their_exit_status_and_the_error_they_met(djang
             "require a name attribute. <Index: fields='look, _order'> doesn't have one.") in commands
 
 
+def test_errors_of_a_real_session_are_told_apart_as_open_or_fixed(django_fix):
+    errors = section(django_fix, "Errors")
+
+    # The agent got its check script running once the missing module was installed...
+    assert "Fixed: ModuleNotFoundError: No module named 'sqlparse' (after `python test_validators_directly.py`)" in errors
+    # ...but never got pytest or the Django test runner to work.
+    assert "Open: /opt/miniconda3/bin/python: No module named pytest (in `python -m pytest`)" in errors
+    assert ("Open: django.core.exceptions.ImproperlyConfigured: The SECRET_KEY setting must not be empty. "
+            "(in `python -m django`, ×2)") in errors
+
+
 def test_an_error_is_fixed_once_the_same_command_succeeds_and_open_otherwise():
     transcript = session(*[
         "[user]: Make tools/report.py work again.",
