@@ -211,6 +211,7 @@ EXTRACTIVE = {
     "note:deleted": "deleted",
     "note:copied": "copied",
     "note:written": "written",
+    "note:touched": "touched",
     "note:in output": "in output",
     "note:after": "after",
     "note:in": "in",

@@ -173,6 +173,7 @@ EXTRACTIVE = {
     "note:deleted": "删除",
     "note:copied": "复制",
     "note:written": "写入",
+    "note:touched": "更新时间戳",
     "note:in output": "见于工具输出",
     "note:after": "已由此命令成功运行",
     "note:in": "出现于",

@@ -90,6 +90,8 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
         "[apply_patch returned: Done!]",
         "[assistant]: " + call("Write", {"file_path": "/repo/tests/test_vat.py", "content": "def test_rate(): ..."}),
         "[Write returned: File created successfully]",
+        "[assistant]: " + call("bash", {"command": "touch src/billing/__init__.py > /dev/null"}),
+        "[bash returned: <returncode>0</returncode>]",
         "[assistant]: " + call("bash", {"command": "grep -n 'rate|vat' src/billing/invoice.py && sed -n '1,20p' setup.cfg"}),
         "[bash returned: 12: rate = vat.rate]",
         "[assistant]: " + call("Read", {"file_path": "/repo/src/billing/currency.py"}),
@@ -100,8 +102,10 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
 
     edited = {line.split(" (")[0]: line for line in section(text, "Files edited")}
     assert set(edited) == {"/repo/src/billing/vat.py", "src/billing/rates.cfg", "notes/vat.md", "CHANGELOG.md",
-                           "src/billing/tax.py", "/repo/tests/test_vat.py"}
+                           "src/billing/tax.py", "/repo/tests/test_vat.py", "src/billing/__init__.py"}
     assert edited["notes/vat.md"] == "notes/vat.md (created)"
+    assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (touched)"
+    assert "/dev/null" not in text.split("## Commands and outcomes", 1)[0]
     assert edited["src/billing/tax.py"] == "src/billing/tax.py (patched)"
     assert set(section(text, "Files read")) == {"src/billing/invoice.py", "setup.cfg", "/repo/src/billing/currency.py"}
     listed = "\n".join(section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")

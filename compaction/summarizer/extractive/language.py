@@ -46,7 +46,8 @@ def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str], 
 
 # Words of the closing note of file and error items ("x.py (created, edited ×2)",
 # "... (after `pytest`)"); each locale has them as "note:<word>".
-NOTE_WORDS = ("in output", "rewritten", "created", "edited", "patched", "deleted", "copied", "written", "after", "in")
+NOTE_WORDS = ("in output", "rewritten", "created", "edited", "patched", "deleted", "copied", "written", "touched",
+              "after", "in")
 NOTED_SECTIONS = ("Files edited", "Files read", "Other paths", "Errors")
 
 

@@ -46,6 +46,7 @@ from .signals import (
     DECISION,
     EXIT_STATUS,
     LOOKING,
+    NOT_FILES,
     NOTE,
     PLACEHOLDER_PATH,
     PLAN,
@@ -262,7 +263,7 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
             # What the call names outside file contents it writes (here-documents, editor text).
             named = find_paths(shell_command(ev.text)) + [p for p, _ in changes] + reads
             for p in dict.fromkeys(named):
-                if SED_SCRIPT.match(p):
+                if SED_SCRIPT.match(p) or p in NOT_FILES:
                     continue
                 f = note(p, ev.order)
                 f.score += 3
@@ -292,8 +293,8 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
             parts = key.split("/")
             for i in range(2, len(parts) - 1):
                 by_tail.setdefault("/".join(parts[i:]), []).append(key)
-    for key in [k for k in facts if "/" in k and not k.startswith(("/", "~", "."))]:
-        owners = by_tail.get(key)
+    for key in [k for k in facts if "/" in k and not k.startswith(("/", "."))]:
+        owners = by_tail.get(key[2:] if key.startswith("~/") else key)
         if owners and len(owners) == 1 and owners[0] in facts:
             facts[owners[0]].merge(facts.pop(key))
     for f in facts.values():

@@ -39,7 +39,8 @@ _SHELL_TARGETS: list[tuple[re.Pattern[str], Verb]] = [
     (re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>]+)"), "written"),
     (re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)"), "edited"),
     (re.compile(r"\b(?:cp|mv)\s+(?:-\w+\s+)*[^\s;&|<>]+\s+([^\s;&|<>]+)"), "copied"),
-    (re.compile(r"\b(?:touch|mkdir|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "created"),
+    (re.compile(r"\bmkdir\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "created"),
+    (re.compile(r"\b(?:touch|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "touched"),
     (re.compile(r"\brm\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "deleted"),
     (re.compile(r"\bgit\s+(?:apply|am)\b|\bpatch\s+-p\d|\bapply_patch\b"), "patched"),
     (re.compile(r"^(?:edit\s+\d+:\d+|create\s+([^\s;&|<>]+))", re.MULTILINE), "edited"),  # SWE-agent's editor
@@ -47,7 +48,7 @@ _SHELL_TARGETS: list[tuple[re.Pattern[str], Verb]] = [
 # apply_patch envelopes name their files in the patch text itself.
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
 _HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n.*?\n\2[ \t]*(?=\n|$)", re.DOTALL)
-_NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
+NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
 # The "command" of editor-style tools (str_replace_editor and kin) that writes the file in "path".
 _EDITOR_COMMANDS = ("create", "str_replace", "insert", "write", "edit", "undo_edit", "append")
 _READ_COMMANDS = ("view", "read", "open", "show")
@@ -103,7 +104,7 @@ def file_changes(name: str, args: str) -> tuple[bool, list[tuple[str, Verb]]]:
             edits = True
             if m.groups() and m.group(1):
                 p = clean_path(m.group(1).strip("'\""), named=True)
-                if p and p not in _NOT_FILES and ("/" in p or _EXT_TAIL.search(p)) and p not in (t for t, _ in targets):
+                if p and p not in NOT_FILES and ("/" in p or _EXT_TAIL.search(p)) and p not in (t for t, _ in targets):
                     # "cat > x <<EOF" writes the whole file: that creates it (or replaces it).
                     targets.append((p, "created" if verb == "written" and "<<" in command else verb))
     if "apply_patch" in command or "*** Begin Patch" in raw[:2000]:
@@ -136,7 +137,7 @@ def read_paths(name: str, args: str) -> list[str]:
         if not words or words[0] not in _READERS or (words[0] == "sed" and any(w.startswith("-i") for w in words)):
             continue
         for p in find_paths(" ".join(words[1:])):
-            if p not in found and p not in _NOT_FILES:
+            if p not in found and p not in NOT_FILES:
                 found.append(p)
     return found
 
