@@ -49,6 +49,9 @@ class FinalizeInput:
     user_filter: Callable[[Message], bool] | None = None
     # message ids of the preserved copies the default finalizer made (set by it, read by the run)
     preserved_sources: list[str] = field(default_factory=list)
+    # Every archive entry holding originals this summary stands for, oldest first: the
+    # entries of the summaries it folds in, then ``archive_ref``.
+    covered_refs: tuple[str, ...] = ()
 
 
 Finalizer = Callable[[FinalizeInput, Callable[[FinalizeInput], list[Message]]], list[Message]]
@@ -63,7 +66,12 @@ def summary_text(inp: FinalizeInput, user_messages: list[Message] | None = None)
     if inp.extractive:
         lines.append(t["summary_extractive"])
     if inp.policy.finalize.archive_hint and inp.archive_ref:
-        lines.append(t["summary_archive"].format(archive_ref=inp.archive_ref))
+        refs = inp.covered_refs or (inp.archive_ref,)
+        if len(refs) > 1:
+            lines.append(t["summary_archive_many"].format(archive_refs=", ".join(refs), count=len(refs),
+                                                          archive_ref=refs[-1]))
+        else:
+            lines.append(t["summary_archive"].format(archive_ref=inp.archive_ref))
     lines.append("")
     lines.append(inp.summary.strip())
     skills = preserved_skills(inp)

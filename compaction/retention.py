@@ -243,6 +243,20 @@ def _extract_text(text: str, found: Found, quoted: bool) -> None:
     _scan_tokens(tokens, found)
 
 
+def text_identifiers(text: str, *, quoted: bool = False) -> Found:
+    """Identifiers of one text, per kind (``quoted``: read quoted strings too, as for a user's
+    message). The extractive summary uses it to list the names a span used."""
+    found: Found = {k: set() for k in KINDS}
+    _extract_text(text, found, quoted)
+    return found
+
+
+def argument_texts(arguments: str) -> list[str]:
+    """The string values of a tool call's JSON arguments (the raw text when it is not JSON):
+    what the score reads from a call."""
+    return list(_argument_texts(arguments))
+
+
 def extract_identifiers(messages: Iterable[Any]) -> Identifiers:
     """Identifiers of a message list (dicts or :class:`~compaction.messages.Message`).
 

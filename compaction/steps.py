@@ -350,6 +350,21 @@ def user_message_filter(run: RunContext, context: list[Message]) -> Callable[[Me
     return accept
 
 
+def covered_entries(previous: list[Message], archive_ref: str) -> tuple[str, ...]:
+    """The archive entries a new summary stands for, oldest first: those of the summaries it
+    folds in (each names its own chain, or at least its own entry), then ``archive_ref``."""
+    refs: list[str] = []
+    for m in previous:
+        chain = m.meta.get("archive_refs")
+        if not isinstance(chain, list):
+            own = m.meta.get("archive_ref")
+            chain = [own] if own else []
+        refs.extend(r for r in chain if isinstance(r, str) and r not in refs)
+    if archive_ref not in refs:
+        refs.append(archive_ref)
+    return tuple(refs)
+
+
 def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummaryStep) -> FinalizeStep:
     run.step("finalize")
     working, plan, result, text = reduced.messages, summary.plan, summary.result, summary.text
@@ -357,11 +372,12 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
     archive_ref = run.entry_ids.new("evicted", [item_for(m) for m in originals],
                                     salt=" ".join(m.id for m in summary.span))
     number = 1 + max((m.meta.get("number", 0) for m in working if m.provenance is Provenance.SUMMARY), default=0)
+    covered = covered_entries(summary.previous, archive_ref)
     inp = FinalizeInput(head=[working[i] for i in plan.head], evicted=summary.span,
                         pinned=[working[i] for i in plan.pinned], tail=working[plan.tail_start:],
                         summary=text, model=result.model, extractive=result.extractive,
                         archive_ref=archive_ref, number=number, policy=run.policy, counter=run.counter,
-                        window=run.window, user_filter=user_message_filter(run, working))
+                        window=run.window, user_filter=user_message_filter(run, working), covered_refs=covered)
     new_messages = run_finalizer(inp, run.hooks.own.finalizer)
     horizon = 1 + max((m.ordinal for m in run.messages if m.ordinal is not None), default=-1)
     for m in new_messages:
@@ -369,6 +385,7 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
             m.meta.setdefault("summary", text)
             m.meta.setdefault("model", result.model)
             m.meta.setdefault(USAGE_HORIZON, horizon)
+            m.meta.setdefault("archive_refs", list(covered))
     context = render_messages(new_messages)
     try:
         check_tool_pairs(context)

@@ -20,9 +20,10 @@ TRICKY = [
 
 
 def summarizer_paths(text: str) -> set[str]:
-    """Paths and URLs the summary's "Files and paths" section lists for a user message."""
-    sections = build_sections(parse_transcript(f"[user]: {text}"), None, None)
-    return {item.text.rsplit(" (", 1)[0] for item in sections["Files and paths"]}
+    """Paths and URLs the summary's path sections list for an agent's message."""
+    sections = build_sections(parse_transcript(f"[assistant]: {text}"), None, None)
+    items = sections["Files edited"] + sections["Files read"] + sections["Other paths"]
+    return {item.text.rsplit(" (", 1)[0] for item in items}
 
 
 def retention_paths(text: str) -> set[str]:

@@ -13,16 +13,16 @@ TRANSCRIPT = ("[user]: Fix the failing test in src/app.py. Do not change the pub
 def test_chinese_headings_and_label_when_the_language_is_chinese():
     text = summarize_text(TRANSCRIPT, None, 200, "zh")
     assert text.startswith("抽取式摘要（未使用大模型）")
-    assert "## 用户请求" in text and "任务：" in text
+    assert "## 任务与约束" in text and "任务：" in text
     assert "src/app.py" in text
     english = summarize_text(TRANSCRIPT, None, 200, "en")
-    assert english.startswith("Extractive summary (no LLM)") and "## User requests" in english
+    assert english.startswith("Extractive summary (no LLM)") and "## Task and constraints" in english
 
 
 def test_a_chinese_summary_is_folded_into_the_next_one_without_losing_the_task():
     first = summarize_text(TRANSCRIPT, None, 200, "zh")
     sections, ours = parse_previous(first)
-    assert ours and any(t.startswith("Task:") for t in sections["User requests"])
+    assert ours and any(t.startswith("Task:") for t in sections["Task and constraints"])
     second = summarize_text("[assistant]: Tests pass now.", first, 200, "zh")
     assert second.count("任务：") == 1 and "Fix the failing test" in second
 
@@ -36,5 +36,5 @@ def test_a_chinese_policy_writes_chinese_texts_into_the_context_end_to_end():
             s.compact()
         s.append(raw)
     summary = next(m for m in s.context() if m["role"] == "user" and "[对话摘要 #" in (m["content"] or ""))
-    assert "抽取式摘要" in summary["content"] and "## 用户请求" in summary["content"]
+    assert "抽取式摘要" in summary["content"] and "## 任务与约束" in summary["content"]
     assert any(m["role"] == "assistant" and (m["content"] or "").startswith("明白") for m in s.context())

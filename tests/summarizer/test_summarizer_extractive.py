@@ -73,12 +73,13 @@ def test_the_extractive_summary_keeps_the_request_the_files_and_the_errors_of_a_
     text = result.text
 
     assert "UsernameValidator allows trailing newline in usernames" in text       # the user's request
-    assert "django/contrib/auth/validators.py (changed)" in text                   # the file that was fixed
+    edited = text.split("## Files edited", 1)[1].split("\n## ", 1)[0]
+    assert "django/contrib/auth/validators.py (rewritten)" in edited                # the file that was fixed
     assert "ModuleNotFoundError: No module named 'pytz'" in text                   # errors met on the way
     assert "ImproperlyConfigured: The SECRET_KEY setting must not be empty." in text
     assert "No module named pytest" in text                                        # a failed command's outcome
-    for heading in ("## User requests", "## Decisions", "## Files and paths", "## Commands and outcomes",
-                    "## Errors", "## Current state"):
+    for heading in ("## Task and constraints", "## Files edited", "## Files read", "## Commands and outcomes",
+                    "## Errors", "## Decisions", "## Current state", "## Next step"):
         assert heading in text
     assert "The patch looks correct" in text                                       # the last state
 

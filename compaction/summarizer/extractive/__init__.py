@@ -11,8 +11,8 @@ How a summary is made, one module per step:
 - :mod:`.request` reads the prompt back: transcript, previous summary, word budget;
 - :mod:`.transcript` parses the transcript into events (messages, calls, results);
 - :mod:`.signals` holds the detectors: paths and URLs (shared with the retention
-  score through :mod:`compaction.identifiers`), changed files, outcomes, errors,
-  constraint and decision sentences;
+  score through :mod:`compaction.identifiers`), edited and read files, placeholder
+  paths, outcomes, errors, constraint, decision and plan sentences;
 - :mod:`.sections` turns events into ranked items under each heading (what each
   section keeps is described there);
 - :mod:`.budget` fits the items into the word budget and renders them;

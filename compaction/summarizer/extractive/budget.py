@@ -5,18 +5,25 @@ below half the size of the input so a summary of a short span still shrinks it.
 The budget is split across sections by weight; a section that needs less than its
 share gives the rest back, and words left over at the end go to the sections that
 were cut, in section order. Inside a section the best-ranked items are kept, the
-last one cut to the room left when enough room remains to say something.
+last one cut to the room left when enough room remains to say something (a whole
+sentence is never cut: a smaller item takes its place).
+
+The "Names used" section is not part of that split: a share of the budget is held
+back for it, and it gets whatever the other sections left, packed several names to a
+line and without the names the other sections already show (see :func:`pack_names`).
 """
 from __future__ import annotations
 
 from .language import localize_line, words_of
-from .sections import TITLES, WEIGHTS, Item, Sections, Title
+from .sections import NAMES, TITLES, WEIGHTS, Item, Sections, Title
 from .words import count_words, truncate_words
 
 DEFAULT_WORDS = 600        # when the request states no budget
 UNLIMITED_WORDS = 1500     # when the policy says 0 (no limit stated)
 MIN_WORDS = 40
 _SPARE_WORTH_SHARING = 12  # fewer spare words than this are not handed out again
+NAMES_SHARE = 0.4          # of the room beyond a first part, held back for names no section shows
+_NAMES_PER_LINE = 12
 
 
 def word_budget(max_words: int | None, conversation: str, previous_summary: str | None) -> int:
@@ -74,6 +81,8 @@ def _select(items: list[Item], room: int, title: str) -> list[Item]:
             chosen.append(it)
             seen.add(key)
             room -= w
+        elif it.whole:
+            continue   # kept whole or not at all; a smaller item may still fit
         elif room >= 8 or (not chosen and room >= 5):
             # Cut the item to the room left, unless only a useless stub would remain.
             cut = Item(truncate_words(it.text, room - 1), it.rank, it.order, key)
@@ -88,9 +97,11 @@ def _select(items: list[Item], room: int, title: str) -> list[Item]:
 
 def fit(sections: Sections, room: int) -> Sections:
     """The items of each section that fit together in ``room`` words (English rendering)."""
+    sections = {t: its for t, its in sections.items() if t != NAMES}
     demand: dict[Title, int] = {t: _used(t, its) for t, its in sections.items()}
     for t in TITLES:
-        demand.setdefault(t, 0)
+        if t != NAMES:
+            demand.setdefault(t, 0)
     alloc = _allocate(demand, room)
     chosen: Sections = {t: _select(sections[t], alloc.get(t, 0), t) for t in sections if alloc.get(t, 0) > 0}
     # Words some sections could not use go to the sections that were cut, in section order.
@@ -107,6 +118,26 @@ def fit(sections: Sections, room: int) -> Sections:
     return chosen
 
 
+def pack_names(names: list[Item], room: int, shown: str) -> list[Item]:
+    """The best-ranked names not already in ``shown`` (case-insensitive), several to a line,
+    in at most ``room`` words (the heading included)."""
+    room -= _heading_words(NAMES)
+    low = shown.lower()
+    picked: list[str] = []
+    for it in names:
+        if room <= 1:
+            break
+        if it.text.lower() in low or ", " in it.text:
+            continue
+        # Each line costs its bullet: one word more every _NAMES_PER_LINE names.
+        cost = count_words(it.text) + (1 if len(picked) % _NAMES_PER_LINE == 0 else 0)
+        if cost > room:
+            continue
+        picked.append(it.text)
+        room -= cost
+    return [Item(", ".join(picked[i:i + _NAMES_PER_LINE]), (0,), i) for i in range(0, len(picked), _NAMES_PER_LINE)]
+
+
 def render(header: str, sections: Sections, language: str = "en") -> str:
     """The summary text: the header line, then each non-empty section under its heading."""
     words = words_of(language)
@@ -114,5 +145,5 @@ def render(header: str, sections: Sections, language: str = "en") -> str:
     for title in TITLES:
         items = sections.get(title)
         if items:
-            parts.append(f"## {words[title]}\n" + "\n".join(f"- {localize_line(it.text, words)}" for it in items))
+            parts.append(f"## {words[title]}\n" + "\n".join(f"- {localize_line(it.text, words, title)}" for it in items))
     return "\n\n".join(parts)

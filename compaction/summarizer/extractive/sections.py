@@ -1,60 +1,103 @@
 """The summary's sections, each a list of ranked items built from the transcript.
 
-- **User requests**: the task as first stated and the latest request, close to
-  verbatim, plus sentences that carry constraints ("must", "do not", "only"...);
-- **Decisions**: agent sentences that state a plan or a reason ("I will",
-  "let's", "decided", "because", "the root cause"...);
-- **Files and paths**: paths and URLs, those the user or the agent wrote (and
-  those a tool call changed) ranked above those only seen in tool output;
-- **Commands and outcomes**: tool calls with their key argument and what came
-  back (exit status, the error line, or the first line of output), failures and
-  edits first;
-- **Errors**: exception lines, the last line of each traceback, the closing
-  line of failed commands, with repeat counts;
-- **Current state**: the agent's last message and the last tool activity.
+- **Task and constraints**: the task as first stated (short: the request itself is
+  usually re-inserted verbatim next to the summary), later requests and the latest
+  one, and sentences that carry constraints ("must", "do not", "only"...). A user
+  message repeated word for word is harness boilerplate, not a new request;
+- **Files edited**: files a tool call changed (editor tools, ``cat >``, ``sed -i``,
+  ``apply_patch``, redirections, ``cp``/``mv``/``rm``), with how and how often;
+- **Files read**: files a call read without changing them (an editor's ``view``,
+  ``cat``/``grep``/``sed -n``...);
+- **Other paths**: other paths and URLs the agent wrote or a call named, then those
+  only seen in tool output. A path that only the instructions name (never a call, a
+  result or the agent) is left out, and so is a placeholder such as
+  ``/path/to/working/dir`` or ``filename.py`` that no call read or changed;
+- **Commands and outcomes**: tool calls with their key argument and what came back
+  (exit status, the error line, or the first line of output), failures and edits first;
+- **Errors**: exception lines and the closing line of failed commands, each marked
+  *open* or *fixed*: fixed when a later run of the same command (see
+  :func:`.signals.call_signature`) succeeded;
+- **Decisions**: whole sentences of the agent that state a reason or a choice
+  ("because", "the fix is", "instead"...), never a cut fragment;
+- **Current state**: the agent's last message and the last tool activity;
+- **Next step**: a request the agent has not answered yet, else the agent's last
+  stated plan;
+- **Names used**: the identifiers (code names, error names, hashes, quoted strings...)
+  the user and the agent wrote, most used first, filled last with the words the other
+  sections left (see :mod:`.budget`), without those already shown.
 
 A previous extractive summary is merged section by section (old task statement
-kept, old "latest" request demoted); a previous summary of any other kind becomes an
-"Earlier summary" section. Every item carries a rank (larger is kept first when the
-budget is short, see :mod:`.budget`) and an order (its place in the section).
+kept, old "latest" request demoted, old open errors closed when their command now
+succeeds); a previous summary of any other kind becomes an "Earlier summary" section.
+Every item carries a rank (larger is kept first when the budget is short) and an
+order (its place in the section).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ...identifiers import find_paths
+from ...retention import Kind, argument_texts, text_identifiers
 from .signals import (
     BULLET,
     CONSTRAINT,
     DECISION,
     EXIT_STATUS,
+    LOOKING,
+    NOT_FILES,
     NOTE,
+    PLACEHOLDER_PATH,
+    PLAN,
+    SED_SCRIPT,
     STRONG_DECISION,
+    call_signature,
     describe_call,
+    file_changes,
     last_meaningful_line,
     path_key,
+    read_paths,
     sentences,
+    shell_command,
 )
 from .transcript import Event
 from .words import ELLIPSIS, count_words, squash
 
-Title = Literal["Earlier summary", "User requests", "Decisions", "Files and paths", "Commands and outcomes",
-                "Errors", "Current state"]
+Title = Literal["Earlier summary", "Task and constraints", "Files edited", "Files read", "Other paths",
+                "Commands and outcomes", "Errors", "Decisions", "Current state", "Next step", "Names used"]
 SECTIONS: list[tuple[Title, int]] = [  # (title, weight in the budget)
-    ("Earlier summary", 24),
-    ("User requests", 26),
-    ("Decisions", 14),
-    ("Files and paths", 14),
-    ("Commands and outcomes", 18),
-    ("Errors", 12),
-    ("Current state", 10),
+    ("Earlier summary", 22),
+    ("Task and constraints", 20),
+    ("Files edited", 10),
+    ("Files read", 7),
+    ("Other paths", 5),
+    ("Commands and outcomes", 16),
+    ("Errors", 10),
+    ("Decisions", 12),
+    ("Current state", 6),
+    ("Next step", 8),
+    ("Names used", 0),   # filled last, with the words the other sections left
 ]
 TITLES: list[Title] = [t for t, _ in SECTIONS]
 WEIGHTS: dict[Title, int] = dict(SECTIONS)
+NAMES: Title = "Names used"
+# Headings of the first extractive summaries, read back into today's sections.
+LEGACY_TITLES: dict[str, Title] = {"User requests": "Task and constraints", "Files and paths": "Other paths"}
 
 Sections = dict[Title, list["Item"]]
 Previous = dict[str, list[str]]   # a previous extractive summary: {English title: [bullet texts]}
+
+TASK_WORDS = 60          # the task as first stated; the request itself is re-inserted verbatim
+_DECISION_MAX_WORDS = 45  # a longer "sentence" is a paragraph the splitter could not cut: left out
+_TASK_TAGS = re.compile(r"<(pr_description|issue|task|problem_statement|request)>(.*?)</\1>", re.S | re.I)
+_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
+_LEAD_IN = re.compile(r"^(?:Consider the following (?:PR description|issue)|Here is the (?:issue|task))\s*:\s*", re.I)
+_MARKDOWN = re.compile(r"\*\*|__|^#+\s+|^THOUGHT:\s*|^Thought:\s*", re.M)
+_SENTENCE_START = re.compile(r"^[A-Z0-9`\"'(\u2e80-\u9fff\uac00-\ud7af\u3040-\u30ff]")
+_SENTENCE_END = re.compile(r"[.!?。！？)`\"']$")
+_SHELL_EXAMPLE = re.compile(r"\s[|>]\s|^(?:cat|ls|find|grep|git|cd|sed|echo|python)\s")
+_NAME_KINDS: tuple[Kind, ...] = ("code", "error", "hex_id", "uuid", "quoted", "number_unit", "path", "url")
 
 
 @dataclass
@@ -63,6 +106,7 @@ class Item:
     rank: tuple[float, ...]   # larger is kept first
     order: float              # output order inside the section
     key: str = ""             # for de-duplication
+    whole: bool = False       # never cut to fit (a sentence is kept whole or left out)
 
     _words: int | None = field(default=None, repr=False, compare=False)
 
@@ -80,19 +124,48 @@ def build_sections(events: list[Event], previous_summary: str | None, previous: 
     sections: Sections = {}
     if previous_summary and previous is None:
         sections["Earlier summary"] = [Item(s, (0, -k), k) for k, s in enumerate(sentences(previous_summary))]
-    sections["User requests"] = _requests(events, prev)
-    sections["Decisions"] = _decisions(events, prev)
-    sections["Files and paths"] = _files(events, prev)
+    sections["Task and constraints"] = _requests(events, prev)
+    facts = _path_facts(events)
+    edited, read, other = _files(facts, prev)
+    sections["Files edited"], sections["Files read"], sections["Other paths"] = edited, read, other
     sections["Commands and outcomes"], sections["Errors"] = _commands(events, prev)
-    sections["Current state"] = _state(events, prev)
+    sections["Decisions"] = _decisions(events, prev)
+    sections["Next step"], plan = _next_step(events, prev)
+    sections["Current state"] = _state(events, prev, plan)
+    sections[NAMES] = _names(events, prev, {k for k, f in facts.items() if f.instructions_only})
     return sections
 
 
+# -- task and constraints ------------------------------------------------------------------------
+
+def _task_text(text: str) -> str:
+    """The task inside a harness's instructions (``<pr_description>``...) when it is tagged."""
+    tagged = _TASK_TAGS.search(text[:50000])
+    if tagged:
+        text = tagged.group(2)
+    return _LEAD_IN.sub("", _TAG.sub(" ", text).strip())
+
+
+def _short(text: str, words: int, chars: int = 480) -> str:
+    """At most ``words`` words and about ``chars`` characters (code in a request is dense)."""
+    text = squash(text, words)
+    if len(text) <= chars:
+        return text
+    cut = text.rfind(" ", 0, chars)
+    return text[:cut if cut > chars // 2 else chars].rstrip() + " " + ELLIPSIS
+
+
 def _requests(events: list[Event], prev: Previous) -> list[Item]:
-    # Harness notes such as "[Request interrupted by user]" are not requests.
+    # Harness notes such as "[Request interrupted by user]" are not requests, and a message
+    # repeated word for word ("Please always provide EXACTLY ONE action") is boilerplate.
     users = [e for e in events if e.kind == "user" and e.text and not NOTE.match(e.text)]
+    seen_texts: dict[str, int] = {}
+    for e in users:
+        seen_texts[e.text] = seen_texts.get(e.text, 0) + 1
+    first_user = users[0] if users else None
+    users = [e for e in users if e is first_user or seen_texts[e.text] == 1]
     items: list[Item] = []
-    prev_items = prev.get("User requests", [])
+    prev_items = prev.get("Task and constraints", [])
     has_task = any(t.startswith("Task:") for t in prev_items)
     for k, text in enumerate(prev_items):
         if text.startswith("Latest request:"):
@@ -101,13 +174,13 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
         items.append(Item(text, (6 if top else 3, k), -1000 + k, key=text))
     # A re-inserted copy of the task statement comes back in every later span: it is the
     # task, not a new request, so it must not be listed again as "Latest request".
-    task_head = next((" ".join(t[len("Task:"):].split())[:100] for t in prev_items if t.startswith("Task:")), None)
+    task_head = next((" ".join(t[len("Task:"):].split())[:60] for t in prev_items if t.startswith("Task:")), None)
     if task_head:
-        users = [e for e in users if " ".join(squash(e.text, 140).split())[:100] != task_head]
+        users = [e for e in users if " ".join(_short(_task_text(e.text), TASK_WORDS).split())[:60] != task_head]
     for pos, ev in enumerate(users):
         first, last = pos == 0, pos == len(users) - 1
         if first and not has_task:
-            items.append(Item("Task: " + squash(ev.text, 140), (7, 0), ev.order))
+            items.append(Item("Task: " + _short(_task_text(ev.text), TASK_WORDS), (7, 0), ev.order))
         elif last:
             items.append(Item("Latest request: " + squash(ev.text, 80), (6, 1), ev.order))
         else:
@@ -131,104 +204,178 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     return items
 
 
-def _decisions(events: list[Event], prev: Previous) -> list[Item]:
-    items = [Item(t, (1, -1000 + k), -1000 + k, key=t) for k, t in enumerate(prev.get("Decisions", []))]
-    seen = {it.key for it in items}
-    for ev in events:
-        if ev.kind != "assistant" or not ev.text:
-            continue
-        for s_idx, sent in enumerate(sentences(ev.text[:20000])):
-            if not DECISION.search(sent) or count_words(sent, stop_at=4) < 4:
-                continue
-            if sent.lstrip().startswith(("```", "    ", "$ ", ">>>")):
-                continue
-            line = squash(sent, 40)
-            if line in seen:
-                continue
-            seen.add(line)
-            strong = 2 if STRONG_DECISION.search(sent) else 1
-            items.append(Item(line, (strong, ev.order), ev.order + s_idx / 1000, key=line))
-    return items
+# -- files ---------------------------------------------------------------------------------------
+
+@dataclass
+class _PathFacts:
+    shown: str                    # the longest spelling seen
+    first: int                    # order of the first event naming it
+    score: int = 0                # how much it was talked about
+    verbs: list[str] = field(default_factory=list)   # how calls changed it, in order
+    reads: int = 0
+    referenced: bool = False      # the agent wrote it or a call named it
+    in_output: bool = False       # a tool result showed it
+    instructions_only: bool = True
+    user_named: bool = False      # the user wrote it (a request, or instructions)
+
+    def merge(self, other: _PathFacts) -> None:
+        self.first = min(self.first, other.first)
+        self.score += other.score
+        self.verbs += other.verbs
+        self.reads += other.reads
+        self.referenced = self.referenced or other.referenced
+        self.in_output = self.in_output or other.in_output
+        self.instructions_only = self.instructions_only and other.instructions_only
+        self.user_named = self.user_named or other.user_named
 
 
-def _files(events: list[Event], prev: Previous) -> list[Item]:
-    score: dict[str, int] = {}
-    first_seen: dict[str, int] = {}
-    shown_as: dict[str, str] = {}
-    changed: set[str] = set()
-    referenced: set[str] = set()
+def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
+    facts: dict[str, _PathFacts] = {}
+
+    def note(p: str, order: int) -> _PathFacts:
+        k = path_key(p)
+        f = facts.get(k)
+        if f is None:
+            f = facts[k] = _PathFacts(p, order)
+        elif len(p) > len(f.shown):
+            f.shown = p
+        return f
+
     for ev in events:
         if ev.kind == "result":
-            text = ev.scan_text()
             per_result: dict[str, int] = {}
-            for p in find_paths(text):
-                k = path_key(p)
-                per_result[k] = per_result.get(k, 0) + 1
-                shown_as.setdefault(k, p)
-                first_seen.setdefault(k, ev.order)
-            for k, n in per_result.items():
-                score[k] = score.get(k, 0) + min(n, 3)
+            for p in find_paths(ev.scan_text()):
+                per_result[p] = per_result.get(p, 0) + 1
+            for p, n in per_result.items():
+                f = note(p, ev.order)
+                f.score += min(n, 3)
+                f.in_output, f.instructions_only = True, False
             continue
-        paths = find_paths(ev.text)
         if ev.kind == "call":
-            _, targets = ev.changes()
-            changed.update(path_key(p) for p in targets)
-            paths += [p for p in targets if p not in paths]
-        for p in paths:
-            k = path_key(p)
-            score[k] = score.get(k, 0) + 3
-            referenced.add(k)
-            shown_as[k] = shown_as[k] if k in shown_as and len(shown_as[k]) >= len(p) else p
-            first_seen.setdefault(k, ev.order)
+            _, changes = file_changes(ev.name or "", ev.text)
+            for p, verb in changes:
+                f = note(p, ev.order)
+                # Writing a whole file the session had already seen replaces it; it creates nothing.
+                f.verbs.append("rewritten" if verb == "created" and (f.reads or f.in_output or f.verbs) else verb)
+            reads = read_paths(ev.name or "", ev.text)
+            for p in reads:
+                note(p, ev.order).reads += 1
+            # What the call names outside file contents it writes (here-documents, editor text).
+            named = find_paths(shell_command(ev.text)) + [p for p, _ in changes] + reads
+            for p in dict.fromkeys(named):
+                if SED_SCRIPT.match(p) or p in NOT_FILES:
+                    continue
+                f = note(p, ev.order)
+                f.score += 3
+                f.referenced, f.instructions_only = True, False
+            continue
+        for p in find_paths(ev.text):
+            f = note(p, ev.order)
+            f.score += 3
+            if ev.kind == "assistant":
+                f.referenced, f.instructions_only = True, False
+            elif ev.kind == "user":
+                f.user_named = True
     # "validators.py" said in passing is the same file as "django/core/validators.py"
     # when exactly one known path has that name: fold the mentions into the full path.
     by_base: dict[str, list[str]] = {}
-    for key in score:
+    for key in facts:
         if "/" in key and not key.endswith("/"):
             by_base.setdefault(key.rsplit("/", 1)[1], []).append(key)
-    for key in [k for k in score if "/" not in k]:
+    for key in [k for k in facts if "/" not in k]:
         owners = by_base.get(key)
         if owners and len(owners) == 1:
-            full = owners[0]
-            score[full] += score.pop(key)
-            first_seen[full] = min(first_seen[full], first_seen.pop(key))
-            if key in changed:
-                changed.add(full)
-            if key in referenced:
-                referenced.add(full)
-    items: list[Item] = []
-    prev_list = prev.get("Files and paths", [])
-    prev_keys: dict[str, int] = {}
-    for i, text in enumerate(prev_list):
-        path = text.split(" (", 1)[0]
-        prev_keys[path_key(path)] = i
-    for i, text in enumerate(prev_list):
-        path = text.split(" (", 1)[0]
-        key = path_key(path)
-        if key in score:
-            continue  # listed again below with fresh evidence
-        items.append(Item(text, (2, len(prev_list) - i, 0), -1000 + i, key=key))
-    for key, s in score.items():
-        note = "changed" if key in changed else ("mentioned" if key in referenced else "seen in tool output")
-        tier = 4 if key in changed else (3 if key in referenced or key in prev_keys else 1)
-        items.append(Item(f"{shown_as[key]} ({note})", (tier, s, first_seen[key]), 0, key=key))
-    # Listed by importance: changed files first, then what was referenced, then the rest.
-    for pos, it in enumerate(sorted(items, key=lambda i: i.rank, reverse=True)):
-        it.order = pos
-    return items
+            facts[owners[0]].merge(facts.pop(key))
+    # Likewise "django/db/x.py" and "/testbed/django/db/x.py" are one file seen from two directories.
+    by_tail: dict[str, list[str]] = {}
+    for key in facts:
+        if key.startswith("/") and not key.endswith("/"):
+            parts = key.split("/")
+            for i in range(2, len(parts) - 1):
+                by_tail.setdefault("/".join(parts[i:]), []).append(key)
+    for key in [k for k in facts if "/" in k and not k.startswith(("/", "."))]:
+        owners = by_tail.get(key[2:] if key.startswith("~/") else key)
+        if owners and len(owners) == 1 and owners[0] in facts:
+            facts[owners[0]].merge(facts.pop(key))
+    for f in facts.values():
+        # A file the user named and the session then met is one the user pointed at.
+        if f.user_named and not f.instructions_only:
+            f.referenced = True
+    return facts
+
+
+def _verbs_note(verbs: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for v in verbs:
+        counts[v] = counts.get(v, 0) + 1
+    return ", ".join(v if n == 1 else f"{v} ×{n}" for v, n in counts.items())
+
+
+def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], list[Item], list[Item]]:
+    """(files edited, files read, other paths)."""
+    edited: list[Item] = []
+    read: list[Item] = []
+    other: list[Item] = []
+    for key, f in facts.items():
+        placeholder = PLACEHOLDER_PATH.search(f.shown) is not None
+        if f.verbs:
+            edited.append(Item(f"{f.shown} ({_verbs_note(f.verbs)})", (4, len(f.verbs), -f.first), 0, key=key))
+        elif f.reads and not placeholder:
+            note = f" (×{f.reads})" if f.reads > 1 else ""
+            read.append(Item(f.shown + note, (3, f.reads, f.score, -f.first), 0, key=key))
+        elif f.instructions_only or placeholder:
+            continue   # named by the instructions or an example only: not a file of this session
+        elif f.referenced:
+            other.append(Item(f.shown, (2, f.score, -f.first), 0, key=key))
+        else:
+            other.append(Item(f"{f.shown} (in output)", (1, f.score, -f.first), 0, key=key))
+    # Files of the previous summary come after the fresh ones unless listed again with new evidence.
+    earlier = {t: list(prev.get(t, [])) for t in ("Files edited", "Files read", "Other paths")}
+    for text in list(earlier["Other paths"]):
+        # A summary from before the split said "(changed)" / "(mentioned)" / "(seen in tool output)".
+        path, _, note = text.partition(" (")
+        if note in ("changed)", "mentioned)", "seen in tool output)"):
+            earlier["Other paths"].remove(text)
+            earlier["Files edited" if note == "changed)" else "Other paths"].append(
+                path + (" (edited)" if note == "changed)" else ""))
+    for title, bucket in (("Files edited", edited), ("Files read", read), ("Other paths", other)):
+        fresh = {it.key for it in bucket}
+        for i, text in enumerate(earlier[title]):
+            path = text.split(" (", 1)[0]
+            if path_key(path) not in fresh:
+                bucket.append(Item(text, (2.5 if title == "Files edited" else 1.5, -i), 0, key=path_key(path)))
+    for bucket in (edited, read, other):
+        for pos, it in enumerate(sorted(bucket, key=lambda i: i.rank, reverse=True)):
+            it.order = pos
+    return edited, read, other
+
+
+# -- commands and errors -------------------------------------------------------------------------
+
+@dataclass
+class _ErrorSeen:
+    first: int                    # order of the first event showing it
+    count: int = 0
+    last: int = 0                 # order of the last event showing it
+    rank: int = 1                 # 3 when a command failed with it, 1 when only seen in text
+    signature: str | None = None  # the last command that failed with it
+
+
+_ERROR_SUFFIX = re.compile(r" \((?:after|in) `([^`]*)`(?:, ×\d+)?\)$")
 
 
 def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Item]]:
     """(command items, error items)."""
     cmd_items = [Item(t, (0, k), -1000 + k, key=t) for k, t in enumerate(prev.get("Commands and outcomes", []))]
-    err_counts: dict[str, list[int]] = {}   # line -> [count, first order, rank]
-    for k, t in enumerate(prev.get("Errors", [])):
-        err_counts[t] = [0, -1000 + k, 2]
     calls = [e for e in events if e.kind == "call"]
     last_calls = {id(c) for c in calls[-5:]}
+    # The last successful run of each command: an error of that command before it is fixed.
+    last_success: dict[str, int] = {}
     for ev in calls:
         desc = describe_call(ev.name or "tool", ev.text)
         failed, outcome = (False, "no result yet") if ev.result is None else ev.result.outcome()
+        if ev.result is not None and not failed:
+            last_success[call_signature(ev.name or "", ev.text)] = ev.order
         edit = ev.changes()[0]
         if failed:
             # A failure with an error message beats a bare non-zero status (grep finding nothing).
@@ -236,6 +383,8 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         else:
             tier = 2.5 if edit else (2 if id(ev) in last_calls else 1)
         cmd_items.append(Item(f"{desc} → {outcome}", (tier, ev.order), ev.order, key=desc + outcome))
+
+    errors: dict[str, _ErrorSeen] = {}
     for ev in events:
         if ev.kind not in ("result", "user"):
             continue
@@ -245,26 +394,79 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
             last = last_meaningful_line(ev.scan_text())
             if last and not EXIT_STATUS.search(last):
                 lines = [last]
+        signature = call_signature(ev.call.name or "", ev.call.text) if ev.kind == "result" and ev.call else None
         for line in lines:
             line = squash(line, 40)
-            entry = err_counts.get(line)
-            if entry is None:
-                err_counts[line] = [1, ev.order, 3 if failed else 1]
-            else:
-                entry[0] += 1
-                entry[2] = max(entry[2], 3 if failed else 1)
+            seen = errors.setdefault(line, _ErrorSeen(ev.order))
+            seen.count += 1
+            seen.last = ev.order
+            seen.rank = max(seen.rank, 3 if failed else 1)
+            if failed:
+                seen.signature = signature
     err_items: list[Item] = []
-    for line, (n, order, rank) in err_counts.items():
-        text = line if n <= 1 else f"{line} (×{n})"
-        err_items.append(Item(text, (rank, order), order, key=line))
+    for k, text in enumerate(prev.get("Errors", [])):
+        body = text.split(":", 1)[1].strip() if text.startswith(("Open:", "Fixed:")) else text
+        m = _ERROR_SUFFIX.search(body)
+        line = body[:m.start()] if m else body
+        if line in errors:
+            continue   # seen again: judged afresh below
+        if text.startswith("Open:") and m and m.group(1) in last_success:
+            text = "Fixed:" + text[len("Open:"):]
+        elif not text.startswith(("Open:", "Fixed:")):
+            text = "Open: " + text
+        err_items.append(Item(text, (2 if text.startswith("Open:") else 1, -k), -1000 + k, key=line))
+    for line, seen in errors.items():
+        sig = seen.signature
+        fixed = sig is not None and last_success.get(sig, -1) > seen.last
+        count = f", ×{seen.count}" if seen.count > 1 else ""
+        suffix = f" ({'after' if fixed else 'in'} `{sig}`{count})" if sig else (f" (×{seen.count})" if count else "")
+        status = "Fixed: " if fixed else "Open: "
+        # Open errors are what the agent still has to deal with: they are kept first.
+        err_items.append(Item(status + line + suffix, (seen.rank + (0 if fixed else 1), seen.last), seen.first,
+                              key=line))
     return cmd_items, err_items
 
 
-def _state(events: list[Event], prev: Previous) -> list[Item]:
+# -- decisions, state, next step --------------------------------------------------------------------
+
+def _clean_sentence(sent: str) -> str:
+    return " ".join(_MARKDOWN.sub("", BULLET.sub("", sent.strip())).split())
+
+
+def _decisions(events: list[Event], prev: Previous) -> list[Item]:
+    items = [Item(t, (1, -1000 + k), -1000 + k, key=t, whole=True) for k, t in enumerate(prev.get("Decisions", []))]
+    seen = {it.key for it in items}
+    for ev in events:
+        if ev.kind != "assistant" or not ev.text:
+            continue
+        for s_idx, raw in enumerate(sentences(ev.text[:20000])):
+            if raw.lstrip().startswith(("```", "    ", "$ ", ">>>", "|")):
+                continue
+            sent = _clean_sentence(raw)
+            if not DECISION.search(sent) or LOOKING.match(sent):
+                continue
+            n = count_words(sent, stop_at=_DECISION_MAX_WORDS + 1)
+            # Whole sentences only: a capitalised start, a closing stop, not too long to keep whole.
+            if n < 6 or n > _DECISION_MAX_WORDS or not _SENTENCE_START.match(sent) or not _SENTENCE_END.search(sent):
+                continue
+            if sent in seen:
+                continue
+            seen.add(sent)
+            strong = 2 if STRONG_DECISION.search(sent) else 1
+            items.append(Item(sent, (strong, ev.order), ev.order + s_idx / 1000, key=sent, whole=True))
+    return items
+
+
+def _state(events: list[Event], prev: Previous, plan: str | None) -> list[Item]:
+    """The agent's last message (without the plan the next step states) and the last call."""
     items: list[Item] = []
     last_text = next((e for e in reversed(events) if e.kind == "assistant" and e.text), None)
     if last_text is not None:
-        items.append(Item("Last agent message: " + squash(last_text.text, 70), (3,), 0))
+        said = last_text.text
+        if plan is not None:
+            said = " ".join(s for s in sentences(said[:20000]) if _clean_sentence(s).rstrip(":.") != plan.rstrip(":."))
+        if said.strip():
+            items.append(Item("Last agent message: " + squash(said, 70), (3,), 0))
     last_call = next((e for e in reversed(events) if e.kind == "call"), None)
     if last_call is not None:
         desc = describe_call(last_call.name or "tool", last_call.text)
@@ -272,4 +474,86 @@ def _state(events: list[Event], prev: Previous) -> list[Item]:
         items.append(Item(f"Last tool call: {desc} → {outcome}", (2,), 1))
     if not items:
         items = [Item(t, (1,), k) for k, t in enumerate(prev.get("Current state", []))]
+    return items
+
+
+def _next_step(events: list[Event], prev: Previous) -> tuple[list[Item], str | None]:
+    """(items, the plan sentence as the last agent message says it, if the step is one): the
+    request the agent has not answered yet, else the agent's last stated plan."""
+    last_user = next((i for i in range(len(events) - 1, -1, -1)
+                      if events[i].kind == "user" and events[i].text and not NOTE.match(events[i].text)), None)
+    if last_user is not None and not any(e.kind in ("assistant", "call") for e in events[last_user + 1:]):
+        return [Item("Unanswered request: " + squash(events[last_user].text, 60), (3,), 0)], None
+    last_text = True
+    for ev in reversed(events):
+        if ev.kind != "assistant" or not ev.text:
+            continue
+        plans = [_clean_sentence(s) for s in sentences(ev.text[:20000]) if PLAN.search(s)]
+        plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))]
+        if plans:
+            plan = plans[-1]
+            shown = plan[:-1] + "." if plan.endswith(":") else plan
+            return [Item("Plan: " + squash(shown, 45), (2,), 0)], plan if last_text else None
+        last_text = False
+    return [Item(t, (1,), k) for k, t in enumerate(prev.get("Next step", []))], None
+
+
+# -- names -----------------------------------------------------------------------------------------
+
+_ORIGIN_WEIGHT = {"user": 2, "assistant": 3, "call": 1}
+
+
+def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> list[Item]:
+    """Identifiers the user and the agent wrote, one item each, most used first; the
+    budget packs them onto shared lines (see :func:`.budget.pack_names`). Paths only the
+    instructions name are left out; names only the user wrote come after the agent's."""
+    weight: dict[str, float] = {}
+    first: dict[str, int] = {}
+    shown: dict[str, str] = {}
+    pending_quotes: dict[str, tuple[str, int]] = {}
+    agent_used: set[str] = set()
+    for ev in events:
+        w = _ORIGIN_WEIGHT.get(ev.kind)
+        if w is None or not ev.text:
+            continue
+        texts = argument_texts(ev.text[:200000]) if ev.kind == "call" else [ev.text[:200000]]
+        found: set[str] = set()
+        for text in texts:
+            by_kind = text_identifiers(text, quoted=ev.kind == "user")
+            for kind in _NAME_KINDS:
+                found |= by_kind[kind]
+        for ident in found:
+            low = ident.lower()
+            if PLACEHOLDER_PATH.search(ident) and ("/" in ident or "." in ident or " " in ident):
+                continue   # "/path/to/dir", "git diff -- path/to/file1": examples, not names of this session
+            if path_key(ident) in instruction_paths or SED_SCRIPT.match(ident):
+                continue
+            if ev.kind != "user":
+                agent_used.add(low)
+            if ev.kind == "user" and " " in ident and low not in weight:
+                # A quoted phrase of the user's: kept when the agent uses it too (weighted below).
+                pending_quotes.setdefault(low, (ident, ev.order))
+                continue
+            weight[low] = weight.get(low, 0) + w
+            first.setdefault(low, ev.order)
+            shown.setdefault(low, ident)
+    # Quoted phrases only the user wrote: the request itself is re-inserted verbatim, and the
+    # phrases of instructions ("cat README.md | head -50") are examples; they come last.
+    for low in weight:
+        if low not in agent_used:
+            weight[low] = min(weight[low], 0.9)
+    for low, (ident, order) in pending_quotes.items():
+        if low not in weight and ident[:1].isalnum() and not _SHELL_EXAMPLE.search(ident):
+            weight[low], first[low], shown[low] = 0.75, order, ident
+    for k, line in enumerate(prev.get(NAMES, [])):
+        for ident in line.split(", "):
+            low = ident.strip().lower()
+            if low and low not in weight:
+                weight[low] = 0.5
+                first[low] = -1000 + k
+                shown[low] = ident.strip()
+    items = [Item(shown[low], (w, -first[low]), first[low], key=low) for low, w in weight.items()]
+    items.sort(key=lambda i: i.rank, reverse=True)
+    for pos, it in enumerate(items):
+        it.order = pos
     return items

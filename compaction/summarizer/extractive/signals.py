@@ -2,13 +2,16 @@
 
 Each detector is a regular expression or a small scan over text, linear in its size:
 
-- the paths a tool call changes (:func:`changed_paths`: editor tools and shell
-  redirections, ``sed -i``, ``cp``...); paths and URLs in text are found by
+- the files a tool call changes and how (:func:`file_changes`: editor tools, shell
+  redirections, ``sed -i``, ``cp``, ``apply_patch``...) and those it only reads
+  (:func:`read_paths`); paths and URLs in text are found by
   :func:`compaction.identifiers.find_paths`, the rule the retention score uses too;
+- placeholder paths of instructions and examples (``PLACEHOLDER_PATH``);
+- what a call runs, so two runs of one command can be compared (:func:`call_signature`);
 - the outcome of a tool result (:func:`outcome_of`: exit status, error line or first
   line of output) and its exception lines (:func:`exception_lines`);
-- sentences that carry a user's constraint or an agent's decision (``CONSTRAINT``,
-  ``DECISION``, ``STRONG_DECISION``);
+- sentences that carry a user's constraint, an agent's decision or its plan
+  (``CONSTRAINT``, ``DECISION``, ``STRONG_DECISION``, ``PLAN``, ``LOOKING``);
 - a one-line description of a tool call (:func:`describe_call`).
 """
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
-from ...identifiers import clean_path
+from ...identifiers import clean_path, find_paths
+from ...locales import available, section
 from .words import squash
 
 _EXT_TAIL = re.compile(r"\.[A-Za-z0-9]{1,10}$")
@@ -26,20 +31,33 @@ _EXT_TAIL = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 # What a tool call changes. Tools named like editors change the path in their arguments;
 # shell commands change the targets of redirections, sed -i, tee, cp/mv, touch, rm, mkdir.
 _EDITOR_TOOL = re.compile(r"write|edit|create|replace|insert|patch|apply|append|delete|remove|save|notebook", re.I)
+_CREATING_TOOL = re.compile(r"write|create|save", re.I)
 _EDITOR_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target", "target_file", "dest")
-_SHELL_TARGETS = [
-    re.compile(r"(?<![<>&0-9])>{1,2}\s*([^\s;&|<>()'\"]+)"),
-    re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>]+)"),
-    re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)"),
-    re.compile(r"\b(?:cp|mv)\s+(?:-\w+\s+)*[^\s;&|<>]+\s+([^\s;&|<>]+)"),
-    re.compile(r"\b(?:touch|rm|mkdir|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"),
-    re.compile(r"\bgit\s+(?:apply|am)\b|\bpatch\s+-p\d"),
-    re.compile(r"^(?:edit\s+\d+:\d+|create\s+([^\s;&|<>]+))", re.MULTILINE),  # SWE-agent's editor commands
+Verb = str   # "created", "edited", "deleted", "copied": how a call changed a file
+_SHELL_TARGETS: list[tuple[re.Pattern[str], Verb]] = [
+    (re.compile(r"(?<![<>&0-9])>{1,2}\s*([^\s;&|<>()'\"]+)"), "written"),
+    (re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>]+)"), "written"),
+    (re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)"), "edited"),
+    (re.compile(r"\b(?:cp|mv)\s+(?:-\w+\s+)*[^\s;&|<>]+\s+([^\s;&|<>]+)"), "copied"),
+    (re.compile(r"\bmkdir\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "created"),
+    (re.compile(r"\b(?:touch|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "touched"),
+    (re.compile(r"\brm\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "deleted"),
+    (re.compile(r"\bgit\s+(?:apply|am)\b|\bpatch\s+-p\d|\bapply_patch\b"), "patched"),
+    (re.compile(r"^(?:edit\s+\d+:\d+|create\s+([^\s;&|<>]+))", re.MULTILINE), "edited"),  # SWE-agent's editor
 ]
+# apply_patch envelopes name their files in the patch text itself.
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
 _HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n.*?\n\2[ \t]*(?=\n|$)", re.DOTALL)
-_NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
+NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
 # The "command" of editor-style tools (str_replace_editor and kin) that writes the file in "path".
 _EDITOR_COMMANDS = ("create", "str_replace", "insert", "write", "edit", "undo_edit", "append")
+_READ_COMMANDS = ("view", "read", "open", "show")
+# Shell programs that read the files they name (and change nothing).
+_READERS = frozenset("cat head tail less more nl sed grep egrep rg ag wc diff cmp file stat ls find tree "
+                     "awk sort uniq view open".split())
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+_READ_TOOL = re.compile(r"read|view|open|cat|show|get_file|grep|search|glob|find|list|ls", re.I)
 
 
 def _json_object(args: str) -> dict[str, Any] | None:
@@ -55,30 +73,106 @@ def _strings(obj: dict[str, Any], keys: Iterable[str]) -> list[str]:
     return [v for k in keys if isinstance(v := obj.get(k), str)]
 
 
-def changed_paths(name: str, args: str) -> tuple[bool, list[str]]:
-    """(does the call change files?, the paths it changes) for a tool call."""
+def shell_command(args: str) -> str:
+    """The shell text of a call's arguments: the ``command``-like value of a JSON object, or
+    the raw arguments; here-document bodies are dropped (file content, not shell)."""
+    obj = _json_object(args)
+    command = args if obj is None else next(iter(_strings(obj, ("command", "cmd", "script"))), "")
+    return _HEREDOC.sub(r"\1", command[:20000])
+
+
+def file_changes(name: str, args: str) -> tuple[bool, list[tuple[str, Verb]]]:
+    """(does the call change files?, [(path, how)]) for a tool call."""
     obj = _json_object(args)
     if _EDITOR_TOOL.search(name or ""):
+        verb = "created" if _CREATING_TOOL.search(name) else "edited"
         paths = _strings(obj, _EDITOR_KEYS) if obj else []
-        return True, [p for p in paths if clean_path(p, named=True)]
-    command = args
-    if obj is not None:
-        command = next(iter(_strings(obj, ("command", "cmd", "script", "code"))), "")
-        if obj.get("command") in _EDITOR_COMMANDS:
-            return True, [p for p in _strings(obj, _EDITOR_KEYS) if clean_path(p, named=True)]
-    targets: list[str] = []
+        found = [(p, verb) for p in paths if clean_path(p, named=True)]
+        patch_text = next(iter(_strings(obj, ("patch", "input", "diff"))), "") if obj else args
+        found += [(p, "patched") for m in _PATCH_FILE.finditer(patch_text[:200000])
+                  if (p := m.group(1) or m.group(2)) and clean_path(p, named=True)]
+        return True, found
+    if obj is not None and obj.get("command") in _EDITOR_COMMANDS:
+        verb = "created" if obj.get("command") == "create" else "edited"
+        return True, [(p, verb) for p in _strings(obj, _EDITOR_KEYS) if clean_path(p, named=True)]
+    raw = args if obj is None else next(iter(_strings(obj, ("command", "cmd", "script"))), "")
+    command = shell_command(args)
+    targets: list[tuple[str, Verb]] = []
     edits = False
-    # A here-document body is file content, not shell: "x > y" inside it redirects nothing.
-    command = _HEREDOC.sub(r"\1", command[:20000])
-    for rx in _SHELL_TARGETS:
+    for rx, verb in _SHELL_TARGETS:
         for m in rx.finditer(command):
             edits = True
             if m.groups() and m.group(1):
                 p = clean_path(m.group(1).strip("'\""), named=True)
-                if p and p not in _NOT_FILES and ("/" in p or _EXT_TAIL.search(p)) and p not in targets:
-                    targets.append(p)
+                if p and p not in NOT_FILES and ("/" in p or _EXT_TAIL.search(p)) and p not in (t for t, _ in targets):
+                    # "cat > x <<EOF" writes the whole file: that creates it (or replaces it).
+                    targets.append((p, "created" if verb == "written" and "<<" in command else verb))
+    if "apply_patch" in command or "*** Begin Patch" in raw[:2000]:
+        targets += [(p, "patched") for m in _PATCH_FILE.finditer(raw[:200000])
+                    if (p := m.group(1) or m.group(2)) and clean_path(p, named=True)]
     return edits, targets
 
+
+def changed_paths(name: str, args: str) -> tuple[bool, list[str]]:
+    """(does the call change files?, the paths it changes) for a tool call."""
+    edits, found = file_changes(name, args)
+    return edits, [p for p, _ in found]
+
+
+def read_paths(name: str, args: str) -> list[str]:
+    """Paths a tool call reads without changing them: an editor's ``view``, a read-like tool's
+    path argument, or the files named by ``cat``/``grep``/``sed -n``... in a shell command.
+    Quoted text (search patterns, sed scripts) is not read as a path."""
+    obj = _json_object(args)
+    if obj is not None:
+        cmd = obj.get("command")
+        named = [p for p in _strings(obj, _EDITOR_KEYS) if clean_path(p, named=True)]
+        if named and (cmd in _READ_COMMANDS or (_READ_TOOL.search(name or "") and not isinstance(cmd, str))):
+            return named
+    if _EDITOR_TOOL.search(name or ""):
+        return []
+    found: list[str] = []
+    for segment in _SEGMENT.split(_QUOTED.sub(" ", shell_command(args))):
+        words = segment.split()
+        if not words or words[0] not in _READERS or (words[0] == "sed" and any(w.startswith("-i") for w in words)):
+            continue
+        for p in find_paths(" ".join(words[1:])):
+            if p not in found and p not in NOT_FILES:
+                found.append(p)
+    return found
+
+
+_CD = re.compile(r"^\s*cd\s+\S+\s*$")
+_REDIRECT = re.compile(r"\s*\d?>&?\d?\s*\S*$|\s*2>&1")
+
+
+def call_signature(name: str, args: str) -> str:
+    """What a call runs, independent of how it was dressed up: the first shell command that is
+    not a ``cd`` (without its redirections, at most three words), or the tool and its path.
+    Two calls with one signature run the same thing: a failure of the first is fixed when
+    the second succeeds."""
+    obj = _json_object(args)
+    if obj is not None and not _strings(obj, ("command", "cmd", "script")):
+        path = next(iter(_strings(obj, _EDITOR_KEYS)), "")
+        return f"{name} {path}".strip()
+    if obj is not None and obj.get("command") in _EDITOR_COMMANDS + _READ_COMMANDS:
+        return f"{name} {obj.get('command')} {next(iter(_strings(obj, _EDITOR_KEYS)), '')}".strip()
+    for segment in _SEGMENT.split(shell_command(args)):
+        if segment.strip() and not _CD.match(segment):
+            words = _REDIRECT.sub("", segment).split()
+            return " ".join(words[:3])
+    return name
+
+
+# A sed or perl substitution written without quotes ("s/old/new/g") looks like a path.
+SED_SCRIPT = re.compile(r"^[sy]/[^/]*/[^/]*/[gimpe0-9]*$")
+
+# Paths that only stand for a path in instructions or examples ("/path/to/working/dir",
+# "path/to/file1", "filename.py", "your_script.py"): never a file of this session.
+PLACEHOLDER_PATH = re.compile(
+    r"(?:^|[/\\])(?:path[/\\]to|to[/\\]your|your[_-]?\w*|my[_-]\w+|some[_-]?\w*|example[_-]?\w*)(?:[/\\.]|$)"
+    r"|(?:^|[/\\])(?:file(?:name)?\d*|foo|bar|baz)\.\w+$|<[^>]*>|\{[^}]*\}|YYYY|XXX|\.\.\.",
+    re.I)
 
 EXIT_STATUS = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"
                  r"|\b(?:exit(?:ed)?(?: with)?(?: status| code)?|return ?code|exit_code|status code)\s*[:=]?\s*(-?\d+)\b",
@@ -101,6 +195,18 @@ DECISION = re.compile(
 STRONG_DECISION = re.compile(
     r"\b(?:because|decided?|instead|root cause|the (?:issue|problem|bug|fix) (?:is|was)|the fix|therefore|"
     r"this means|which means)\b|因为|决定|原因|ため|때문에|결정",
+    re.I)
+# A sentence saying what the agent is about to do: the "next step" when it is the last one.
+PLAN = re.compile(
+    r"\b(?:let me|let's|let us|I'll|I will|I need to|I should|I'm going to|I am going to|next,? I|now I|"
+    r"we need to|we should|the next step|then I|I'm about to)\b"
+    r"|接下来|下一步|我将|我会|我要|然后|次に|してみます|します|겠습니다|다음으로",
+    re.I)
+# Openings of sentences that only announce looking at something: plans, never decisions.
+LOOKING = re.compile(
+    r"^(?:now,? |first,? |ok(?:ay)?,? |great[,!]? |good[,!]? )?(?:let me|let's|let us|i'll|i will|i need to|i should)\s+"
+    r"(?:now\s+|first\s+|also\s+)?(?:look|check|see|view|examine|explore|search|find|run|start|think|understand|"
+    r"read|open|inspect|investigate|verify|test|try|look at|check out|take a look)\b",
     re.I)
 NOTE = re.compile(r"^\[[^\]\n]{0,200}\]$")
 BULLET = re.compile(r"^(?:[-*•>]+|\d{1,3}[.)])\s+")
@@ -184,8 +290,24 @@ def exception_lines(text: str) -> list[str]:
     return result
 
 
+@cache
+def _placeholder_openings() -> tuple[str, ...]:
+    """How the engine's own placeholders for a cleared tool result begin, in every language."""
+    out: list[str] = []
+    for lang in available():
+        texts = section("REDUCTION", lang)
+        for key in ("cleared_placeholder", "force_cleaned_placeholder"):
+            opening = texts[key].split("{", 1)[0].strip()
+            if len(opening) >= 8:
+                out.append(opening)
+    return tuple(out)
+
+
 def outcome_of(result: str, errors: list[str] | None = None) -> tuple[bool, str]:
-    """(failed?, short outcome text) of a tool result (``errors``: its exception lines, if known)."""
+    """(failed?, short outcome text) of a tool result (``errors``: its exception lines, if known).
+    A result the engine already cleared says only that: its placeholder is not the output."""
+    if result.startswith(_placeholder_openings()):
+        return False, "ran (output archived)"
     head, tail = result[:2000], result[-2000:]
     code: int | None = None
     for chunk in (head, tail):

@@ -2,12 +2,13 @@
 them to the word budget, render them in the policy's language."""
 from __future__ import annotations
 
-from .budget import fit, render, word_budget
+from .budget import NAMES_SHARE, fit, pack_names, render, word_budget
 from .language import parse_previous, words_of
-from .sections import build_sections
+from .sections import NAMES, build_sections
 from .transcript import parse_transcript
 from .words import count_words, truncate_words
 
+_HOLD_NAMES_FROM = 150  # words of room the sections get first; names get a share of the rest
 _MIN_ROOM = 8   # with no more words than this after the header line, the header alone is the summary
 
 
@@ -34,8 +35,14 @@ def summarize_text(conversation: str, previous_summary: str | None = None, max_w
     room = budget - count_words(header)
     if room <= _MIN_ROOM:
         return truncate_words(header_in(language), budget)
-    chosen = fit(sections, room)
+    names = sections.get(NAMES, [])
+    # A small budget goes to the sections first; names then take only what is left.
+    held = int((room - _HOLD_NAMES_FROM) * NAMES_SHARE) if names and room > _HOLD_NAMES_FROM else 0
+    chosen = fit(sections, room - held)
     text = render(header, chosen)
+    if names:
+        chosen[NAMES] = pack_names(names, budget - count_words(text), text)
+        text = render(header, chosen)
     # Safety net: the heading/bullet arithmetic is exact, but never exceed the budget.
     if count_words(text) > budget:
         return truncate_words(text, budget)
