@@ -311,3 +311,21 @@ def test_a_result_the_engine_already_archived_is_reported_as_archived_not_quoted
     commands = section(summarize_text(transcript, None, 300), "Commands and outcomes")
 
     assert "Edit: src/cli.py → ran (output archived)" in commands
+
+
+@pytest.mark.parametrize("language", locales.available())
+def test_a_user_message_the_engine_kept_from_before_is_read_without_its_marker(language):
+    """A folded summary reads earlier re-inserted user messages; the engine's own
+    "kept verbatim" label on them is not the user's request and stays out of the summary."""
+    marker = locales.texts(language)["preserved_marker"]
+    transcript = session(*[
+        f"[user]: {marker}\nRename the --out flag of tools/export.sh to --output.",
+        "[assistant]: " + call("bash", {"command": "sed -i 's/--out /--output /' tools/export.sh"}),
+        "[bash returned: <returncode>0</returncode>]",
+        "[assistant]: Renamed the flag.",
+    ])
+
+    text = summarize_text(transcript, None, 200)
+
+    assert marker not in text
+    assert "Rename the --out flag of tools/export.sh to --output." in text

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Literal
 
+from ... import locales
 from .signals import changed_paths, exception_lines, outcome_of
 
 EventKind = Literal["user", "assistant", "system", "call", "result"]
@@ -68,6 +70,20 @@ def _strip_bracket(body: str) -> str:
     return body[:-1] if body.endswith("]") else body
 
 
+@cache
+def _preserved_markers() -> tuple[str, ...]:
+    return tuple(locales.texts(code)["preserved_marker"] for code in locales.available())
+
+
+def _without_marker(body: str) -> str:
+    """A re-inserted user message minus the engine's own "kept from before the summary" line:
+    the summary reads the user's words, not the engine's label on them."""
+    for marker in _preserved_markers():
+        if body.startswith(marker):
+            return body[len(marker):].lstrip()
+    return body
+
+
 def parse_transcript(text: str) -> list[Event]:
     """The events of a rendered transcript, in order, each result linked to its call."""
     events: list[Event] = []
@@ -78,7 +94,8 @@ def parse_transcript(text: str) -> list[Event]:
         body = text[m.end():end]
         order = len(events)
         if m.group("role"):
-            events.append(Event(_ROLES[m.group("role")], body.strip(), order))
+            role = _ROLES[m.group("role")]
+            events.append(Event(role, _without_marker(body.strip()) if role == "user" else body.strip(), order))
         elif m.group("call"):
             ev = Event("call", _strip_bracket(body).strip(), order, name=m.group("call"))
             events.append(ev)
