@@ -7,6 +7,11 @@ recall* is the share of the identifiers that message used from earlier history
 baselines of :mod:`.baselines` in the same pass, with each strategy's context size and its
 prompt-cache behaviour (:mod:`.cache`).
 
+A missing identifier is put down to the step that lost it: *reduction* when a message that
+held it is still in the context but was edited (tool output cleared or truncated), else
+*eviction* (every message that held it was summarized away or dropped, and the summary
+did not carry it).
+
 Totals pool the calls (kept over needed across all calls), so a call that needed twenty
 identifiers weighs twenty times one that needed one. Calls that needed nothing from
 earlier history have no recall of their own and do not move the total.
@@ -43,6 +48,8 @@ class StrategyFigures:
     context_tokens: int = 0
     peak: int = 0
     overflow: int = 0
+    lost_to_reduction: int = 0
+    lost_to_eviction: int = 0
     cache: CacheMeter = field(default_factory=CacheMeter)
 
     def add(self, needed: int, kept: int, tokens: int, usable: int) -> None:
@@ -56,6 +63,10 @@ class StrategyFigures:
         return {"recall": _ratio(self.kept, self.needed), "needed": self.needed, "kept": self.kept,
                 "mean_context_tokens": round(self.context_tokens / calls) if calls else 0,
                 "peak_context_tokens": self.peak, "overflow_calls": self.overflow, **self.cache.to_dict(prices)}
+
+    def policy_dict(self, calls: int, prices: Prices | None) -> dict[str, Any]:
+        return {**self.to_dict(calls, prices),
+                "lost": {"reduction": self.lost_to_reduction, "eviction": self.lost_to_eviction}}
 
 
 @dataclass(frozen=True)
@@ -73,9 +84,10 @@ class LookAheadReport:
         return _ratio(self.policy.kept, self.policy.needed)
 
     def to_dict(self) -> dict[str, Any]:
-        """``recall``, ``needed``, ``kept``, ``mean_context_tokens``, cache figures, ``baselines``
+        """``recall``, ``needed``, ``kept``, ``lost`` (missing identifiers per step that lost
+        them), ``mean_context_tokens``, cache figures, ``baselines``
         (the same figures per baseline), ``price_model`` and ``per_call`` rows."""
-        return {**self.policy.to_dict(self.calls, self.prices), "usable_window": self.usable_window,
+        return {**self.policy.policy_dict(self.calls, self.prices), "usable_window": self.usable_window,
                 "price_model": self.price_model, "prices_known": self.prices is not None,
                 "baselines": {name: f.to_dict(self.calls, self.prices) for name, f in self.baselines.items()},
                 "per_call": self.per_call}
@@ -142,6 +154,10 @@ class LookAhead:
             row[f"kept_{strategy.name}"] = seen
         if missing:
             row["missing"] = missing[:MISSING_PER_CALL]
+            live = {m.ordinal for m in context if m.ordinal is not None}  # held, but edited
+            by_reduction = sum(1 for i in missing if any(p in live for p in needed[i]))
+            self.figures.lost_to_reduction += by_reduction
+            self.figures.lost_to_eviction += len(missing) - by_reduction
         self.per_call.append(row)
 
     def report(self) -> LookAheadReport:
