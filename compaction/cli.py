@@ -1,4 +1,4 @@
-"""Command line: ``python -m compaction replay|count SESSION.json``."""
+"""Command line: ``python -m compaction replay|count SESSION.json``, ``compare DIR``, ``policy``."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .archive import FileArchive, MemoryArchive
-from .compare import CorpusSession, compare, session_files, table
 from .compactor import counter_for
+from .compare import CorpusSession, compare, session_files, table
 from .errors import CompactionError, PolicyError, SessionValidationError
 from .messages import JSONObject, RawMessage, load_session_file, wrap_originals
 from .policy import Policy

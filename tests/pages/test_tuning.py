@@ -129,3 +129,12 @@ def test_every_preset_simulates_without_error(web, grown):
         html = preview(web, grown, form(grown, preset=name))
         assert 'data-testid="tuning-errors"' not in html, (name, html.split('data-testid="tuning-errors"', 1)[1][:500])
         assert 'data-testid="preview-result"' in html, name
+
+
+def test_the_preview_scores_each_policy_against_the_next_message_and_the_baselines(web, grown):
+    html = preview(web, grown, form(grown) | form(grown, side="b", preset="deepagents") | {"compare": "1"})
+    for key in ("recall", "mean", "cache", "cache-cost", "baseline-sliding_window", "baseline-observation_masking"):
+        assert f'data-row="{key}"' in html
+    recall_row = html.split('data-row="recall"', 1)[1].split("</tr>", 1)[0]
+    assert len(re.findall(r"<td>\d+(\.\d)?%", recall_row)) == 2      # one figure per policy
+    assert " at gpt-4o" in html.split('data-row="cache-cost"', 1)[1].split("</tr>", 1)[0]
