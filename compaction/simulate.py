@@ -223,7 +223,8 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     if lookahead:
         evaluator = LookAhead(session.compactor.counter, tools_tokens=live.tools_tokens,
                               usable_window=usable_window(window, session.policy.reserved_output_tokens),
-                              price_model=choose_price_model(price_model, session.policy.model))
+                              price_model=choose_price_model(price_model, session.policy.model),
+                              overflow_above=window)
     for index, raw in enumerate(messages):
         if raw.get("role") == "assistant":
             try:

@@ -52,12 +52,12 @@ class StrategyFigures:
     lost_to_eviction: int = 0
     cache: CacheMeter = field(default_factory=CacheMeter)
 
-    def add(self, needed: int, kept: int, tokens: int, usable: int) -> None:
+    def add(self, needed: int, kept: int, tokens: int, limit: int) -> None:
         self.needed += needed
         self.kept += kept
         self.context_tokens += tokens
         self.peak = max(self.peak, tokens)
-        self.overflow += tokens > usable
+        self.overflow += tokens > limit
 
     def to_dict(self, calls: int, prices: Prices | None) -> dict[str, Any]:
         return {"recall": _ratio(self.kept, self.needed), "needed": self.needed, "kept": self.kept,
@@ -96,10 +96,15 @@ class LookAheadReport:
 class LookAhead:
     """Feed it every original message (``append``) and every model call (``call``)."""
 
-    def __init__(self, counter: MessageCounter, *, tools_tokens: int, usable_window: int, price_model: str) -> None:
+    def __init__(self, counter: MessageCounter, *, tools_tokens: int, usable_window: int, price_model: str,
+                 overflow_above: int | None = None) -> None:
+        """``usable_window`` is what the sliding window fits into; ``overflow_above`` the size
+        over which a call counts as over the window (default: the usable window), so the
+        baselines are counted as the replay counts the policy."""
         self.counter = counter
         self.tools_tokens = tools_tokens
         self.usable = usable_window
+        self.overflow_above = overflow_above if overflow_above is not None else usable_window
         self.price_model = price_model
         self.history = History()
         placeholder = counter.count(Message({"role": "tool", "tool_call_id": "call", "content": MASK_PLACEHOLDER},
@@ -141,7 +146,7 @@ class LookAhead:
         shared = self.tools_tokens + sum(t.total for t in tokens[:common])
         self._previous = fingerprints
         broke = self.figures.cache.record(total, shared, extends)
-        self.figures.add(len(needed), kept, total, self.usable)
+        self.figures.add(len(needed), kept, total, self.overflow_above)
 
         row: dict[str, Any] = {"at": at, "context_tokens": total, "needed": len(needed), "kept": kept,
                                "recall": _ratio(kept, len(needed)), "cache_break": broke}
@@ -150,7 +155,7 @@ class LookAhead:
             seen = sum(1 for positions in needed.values() if any(strategy.visible(p) for p in positions))
             figures = self.baseline_figures[strategy.name]
             figures.cache.record(shape.tokens, shape.shared, shape.extends)
-            figures.add(len(needed), seen, shape.tokens, self.usable)
+            figures.add(len(needed), seen, shape.tokens, self.overflow_above)
             row[f"kept_{strategy.name}"] = seen
         if missing:
             row["missing"] = missing[:MISSING_PER_CALL]
