@@ -1,4 +1,4 @@
-"""Command line: ``python -m compaction replay|count SESSION.json``."""
+"""Command line: ``python -m compaction replay|count SESSION.json``, ``compare DIR``, ``policy``."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,7 @@ from typing import Any
 
 from .archive import FileArchive, MemoryArchive
 from .compactor import counter_for
+from .compare import CorpusSession, compare, session_files, table
 from .errors import CompactionError, PolicyError, SessionValidationError
 from .messages import JSONObject, RawMessage, load_session_file, wrap_originals
 from .policy import Policy
@@ -70,7 +71,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     policy = build_policy(args)
     archive = FileArchive(args.archive_dir) if args.archive_dir else MemoryArchive()
     report = simulate(messages, policy, tools=tools, archive=archive, session_id=sid, keep_contexts=bool(args.dump),
-                      counterfactual=not args.no_counterfactual)
+                      counterfactual=not args.no_counterfactual, price_model=args.price_model)
     if args.dump:
         out = Path(args.dump)
         out.mkdir(parents=True, exist_ok=True)
@@ -109,12 +110,91 @@ def format_report(r: JSONObject) -> str:
         lines.append(f"failed at {f['at']}: {f['error']}")
     for w in r.get("warnings", []):
         lines.append(f"warning: {w}")
+    if r.get("lookahead"):
+        lines.append("")
+        lines.extend(format_lookahead(r["lookahead"]))
     integ = r["integrity"]
     lines.append("")
     lines.append(f"integrity: tool pairs {'ok' if integ['tool_pairs_ok'] else 'BROKEN'}, "
                  f"replay {'exact' if integ['replay_exact'] else 'NOT EXACT'}"
                  + (f" ({integ['error']})" if integ.get("error") else ""))
     return "\n".join(lines)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def format_lookahead(la: JSONObject) -> list[str]:
+    """The look-ahead figures: the policy against the two baselines, one row each."""
+    recall = "-" if la["recall"] is None else f"{la['recall']:.1%}"
+    priced = la["price_model"] + ("" if la["prices_known"] else " (price unknown)")
+    lines = [f"needed-context recall {recall} ({la['kept']:,} of {la['needed']:,} identifiers the next assistant "
+             f"message used from earlier history); lost to reduction {la['lost']['reduction']:,}, "
+             f"to eviction {la['lost']['eviction']:,}; input cost at {priced} cache prices",
+             f"{'strategy':<22} {'recall':>7} {'mean ctx':>9} {'peak ctx':>9} {'over':>5} {'breaks':>6} "
+             f"{'sent':>11} {'cached':>11} {'cost $':>9}"]
+    rows = [("policy", la)] + [(name.replace("_", " "), figures) for name, figures in la["baselines"].items()]
+    for name, f in rows:
+        rec = "-" if f["recall"] is None else f"{f['recall']:.1%}"
+        lines.append(f"{name:<22} {rec:>7} {f['mean_context_tokens']:>9,} {f['peak_context_tokens']:>9,} "
+                     f"{f['overflow_calls']:>5} {f['cache_breaks']:>6} {f['input_tokens']:>11,} {f['cached_tokens']:>11,} "
+                     f"{_money(f['cost_usd']):>9}")
+    return lines
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        raise SystemExit(f"error: {args.directory} is not a directory")
+    files = session_files(directory)
+    if not files:
+        raise SystemExit(f"error: no *.json session files in {args.directory}")
+    policies = _compare_policies(args)
+    sessions = []
+    for path in files:
+        sid, messages, tools = _read_session(str(path))
+        sessions.append(CorpusSession(sid, messages, tools))
+    quiet = args.quiet
+
+    def progress(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    result = compare(sessions, policies, price_model=args.price_model, progress=progress)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(f"{len(sessions)} sessions from {args.directory}"
+              + (f", context window {args.context_window:,}" if args.context_window else ""))
+        print(table(result))
+    broken = any(r["integrity_broken"] for r in result["rows"])
+    return 2 if broken else 0
+
+
+def _compare_policies(args: argparse.Namespace) -> list[tuple[str, Policy]]:
+    """The policies named on the command line, in order, with the shared overrides applied."""
+    chosen: list[tuple[str, str]] = args.policies or [("preset", "default")]
+    out: list[tuple[str, Policy]] = []
+    labels: set[str] = set()
+    for kind, value in chosen:
+        one = argparse.Namespace(preset=value if kind == "preset" else "default",
+                                 policy=value if kind == "policy" else None, set=args.set,
+                                 context_window=args.context_window, trigger_tokens=None, model=args.model,
+                                 agent_model=None)
+        policy = build_policy(one)
+        label = value if kind == "preset" else f"{Path(value).name} ({policy.name})"
+        while label in labels:
+            label += "'"
+        labels.add(label)
+        out.append((label, policy))
+    return out
+
+
+def _preset_choice(name: str) -> tuple[str, str]:
+    if name not in preset_names():
+        raise argparse.ArgumentTypeError(f"unknown preset {name!r}; choose one of {', '.join(preset_names())}")
+    return "preset", name
 
 
 def cmd_count(args: argparse.Namespace) -> int:
@@ -146,6 +226,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
     return 0
 
 
+PRICE_HELP = ("model whose litellm cache prices price the input (default: the policy's agent model, else "
+              "gpt-4o-mini)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compaction", description="Compaction engine tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -167,7 +251,21 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--dump", metavar="DIR", help="write DIR/context.json and DIR/replay.json")
     rp.add_argument("--no-counterfactual", action="store_true",
                     help="skip the second replay without reduction that counts the summaries reduction avoided")
+    rp.add_argument("--price-model", help=PRICE_HELP)
     rp.set_defaults(func=cmd_replay)
+    cm = sub.add_parser("compare", help="replay a directory of sessions through several policies; one table")
+    cm.add_argument("directory", help="directory of session JSON files (*.json)")
+    cm.add_argument("--preset", dest="policies", action="append", type=_preset_choice, metavar="NAME",
+                    help="a preset to compare (repeatable; default: default)")
+    cm.add_argument("--policy", dest="policies", action="append", type=lambda v: ("policy", v), metavar="FILE",
+                    help="a policy JSON file to compare (repeatable)")
+    cm.add_argument("--set", action="append", metavar="PATH=VALUE", help="override one setting in every policy")
+    cm.add_argument("--context-window", type=int, help="context window in tokens for every policy")
+    cm.add_argument("--model", help="summarizer model for every policy; default: offline extractive")
+    cm.add_argument("--price-model", help=PRICE_HELP)
+    cm.add_argument("--json", action="store_true", help="print one JSON object")
+    cm.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    cm.set_defaults(func=cmd_compare)
     cp = sub.add_parser("count", help="print tokens per category")
     common(cp)
     cp.set_defaults(func=cmd_count)

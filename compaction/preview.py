@@ -60,6 +60,11 @@ class PolicyPreview:
         return self.tokens_saved / baseline if baseline else None
 
     @property
+    def baseline_mean(self) -> int:
+        """Mean context per model call without compaction."""
+        return round(self.tokens_sent_baseline / len(self.baseline)) if self.baseline else 0
+
+    @property
     def baseline_peak(self) -> int:
         return max(self.baseline, default=0)
 
@@ -80,7 +85,8 @@ def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: lis
                    fallback_model: str | None = None, session_id: str = "preview") -> PolicyPreview:
     """Replay ``messages`` through ``policy`` (offline) and price it against no compaction.
     ``fallback_model`` prices the agent's calls when the policy names no model."""
-    report = run_simulation(messages, offline(policy), tools=tools, session_id=session_id, keep_contexts=True)
+    report = run_simulation(messages, offline(policy), tools=tools, session_id=session_id, keep_contexts=True,
+                            price_model=policy.model or fallback_model)
     counter = counter_for(policy)
     counts = counter.count_many([Message(raw, original_id(i), Provenance.ORIGINAL, i)
                                  for i, raw in enumerate(messages)])

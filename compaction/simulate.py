@@ -17,6 +17,8 @@ from typing import Any
 from .archive import ArchiveBackend, MemoryArchive
 from .context import tool_pairs_ok
 from .errors import CompactionError, SummaryError
+from .evaluation import LookAhead, LookAheadReport
+from .evaluation.cache import choose_price_model
 from .landing import DEFAULT_MIN_FREED_SHARE
 from .messages import canonical_json
 from .outcome import Outcome
@@ -152,6 +154,8 @@ class SimulationReport:
     #: LLM summaries the same replay makes without reduction (counterfactual runs only).
     summaries_without_reduction: int | None = None
     kept: KeptContexts | None = None
+    #: Needed-context recall, baselines and prompt-cache figures (None when not asked for).
+    lookahead: LookAheadReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (``python -m compaction replay --json``)."""
@@ -183,6 +187,8 @@ class SimulationReport:
         }
         if self.summaries_without_reduction is not None:
             out["summaries_without_reduction"] = self.summaries_without_reduction
+        if self.lookahead is not None:
+            out["lookahead"] = self.lookahead.to_dict()
         if self.kept is not None:
             out["context_per_call"] = self.kept.per_call
             out["context"] = self.kept.context
@@ -193,20 +199,26 @@ class SimulationReport:
 def simulate(messages: list[dict[str, Any]], policy: Policy | str | dict[str, Any] = "default", *,
              tools: list[dict[str, Any]] | None = None, archive: ArchiveBackend | None = None,
              session_id: str = "replay", keep_contexts: bool = False,
-             progress: Callable[[int, int], None] | None = None, counterfactual: bool = False) -> dict[str, Any]:
+             progress: Callable[[int, int], None] | None = None, counterfactual: bool = False,
+             lookahead: bool = True, price_model: str | None = None) -> dict[str, Any]:
     """Replay ``messages`` through ``policy``; the report as JSON (see ``run_simulation``)."""
     return run_simulation(messages, policy, tools=tools, archive=archive, session_id=session_id,
-                          keep_contexts=keep_contexts, progress=progress, counterfactual=counterfactual).to_dict()
+                          keep_contexts=keep_contexts, progress=progress, counterfactual=counterfactual,
+                          lookahead=lookahead, price_model=price_model).to_dict()
 
 
 def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[str, Any] = "default", *,
                    tools: list[dict[str, Any]] | None = None, archive: ArchiveBackend | None = None,
                    session_id: str = "replay", keep_contexts: bool = False,
                    progress: Callable[[int, int], None] | None = None,
-                   counterfactual: bool = False) -> SimulationReport:
+                   counterfactual: bool = False, lookahead: bool = True,
+                   price_model: str | None = None) -> SimulationReport:
     """Replay ``messages`` through ``policy``. With ``counterfactual`` and reduction enabled, the
     session is replayed a second time without reduction (offline summarizer, in memory) to
-    count the LLM summaries the reduction made unnecessary."""
+    count the LLM summaries the reduction made unnecessary. With ``lookahead`` each model
+    call is scored against the assistant message that followed it
+    (:mod:`compaction.evaluation`); costs are priced for ``price_model``, else the agent's
+    model, else a common default."""
     started = time.perf_counter()
     session = CompactionSession(policy, archive=archive or MemoryArchive(), session_id=session_id, tools=tools)
     window = session.compactor.window
@@ -223,6 +235,12 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     contexts: list[int] = []
     summaries_avoided = 0
     total = len(messages)
+    live = session.live
+    evaluator = None
+    if lookahead:
+        evaluator = LookAhead(session.compactor.counter, tools_tokens=live.tools_tokens,
+                              usable_window=usable, price_model=choose_price_model(price_model, session.policy.model),
+                              overflow_above=usable)
     for index, raw in enumerate(messages):
         if raw.get("role") == "assistant":
             try:
@@ -250,6 +268,10 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                 overflow += 1
                 if max((t.total for t in session.live.tokens), default=0) > usable:
                     oversized += 1
+            if evaluator is not None:
+                evaluator.call(index, raw, live.messages, live.tokens, size)
+        if evaluator is not None:
+            evaluator.append(raw)
         session.append(raw)
         if progress is not None:
             progress(index + 1, total)
@@ -268,7 +290,8 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         without = session.policy.model_copy(deep=True)
         without.reduction.enabled = False
         without.summarizer.model = None
-        alt = run_simulation(messages, without, tools=tools, session_id=session_id + "-without-reduction")
+        alt = run_simulation(messages, without, tools=tools, session_id=session_id + "-without-reduction",
+                             lookahead=False)
         summaries_with = sum(1 for c in compactions if c.summarized)
         summaries_without = sum(1 for c in alt.compactions if c.summarized)
         summaries_avoided = max(0, summaries_without - summaries_with)
@@ -302,6 +325,7 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         elapsed_s=elapsed,
         summaries_without_reduction=summaries_without,
         kept=kept,
+        lookahead=evaluator.report() if evaluator is not None else None,
     )
 
 

@@ -63,3 +63,18 @@ def price_per_token(model: str | None) -> tuple[float, float] | None:
     if not info or "input_cost_per_token" not in info:
         return None
     return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
+
+
+def cache_prices(model: str | None) -> tuple[float, float, float] | None:
+    """(input, cache read, cache write) USD per prompt token, or None when litellm does not
+    know the model. A model without a listed cache-read price gets its input price (no
+    discount); one without a cache-write price pays the input price for what it caches."""
+    if not model:
+        return None
+    info = _lookup(model)
+    if not info or "input_cost_per_token" not in info:
+        return None
+    base = float(info.get("input_cost_per_token") or 0.0)
+    read = info.get("cache_read_input_token_cost")
+    write = info.get("cache_creation_input_token_cost")
+    return base, float(read) if read is not None else base, float(write) if write else base

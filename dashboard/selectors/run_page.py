@@ -1,12 +1,13 @@
 """Reads of the run page: the ledger by fate and paged, tokens by category before and
 after, the summary attempts, retention by identifier kind, and where the run sits in the
-transcript."""
+transcript, and whether its result held what the agent used next."""
 from __future__ import annotations
 
 from typing import Any
 
 from ..models import CompactionRun
 from .categories import category_rows
+from .run_lookahead import run_lookahead
 from .runs import run_badge, run_events
 
 #: Ledger rows per page.
@@ -75,11 +76,13 @@ def retention_context(retention: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_page_context(run: CompactionRun, ledger_offset: int, fate: str) -> dict[str, Any]:
+    position = run_position(run)
     return {
         "run": run, "session": run.session, "badge": run_badge(run),
         **ledger_context(run.ledger or [], ledger_offset, fate),
         "categories": category_rows(run.tokens_before, run.tokens_after),
-        "attempts": attempt_rows(run.attempts), "events": run_events(run), "position": run_position(run),
+        "attempts": attempt_rows(run.attempts), "events": run_events(run), "position": position,
+        "lookahead": run_lookahead(run, position),
         **retention_context(run.retention or {}),
         "result": run.result or {},
     }

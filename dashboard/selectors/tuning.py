@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, cast
 
 from django.http import QueryDict
@@ -73,6 +74,13 @@ class PolicyColumn:
     def report(self) -> SimulationReport:
         return self.preview.report
 
+    @cached_property
+    def lookahead(self) -> dict[str, Any]:
+        """Needed-context recall, mean context, cache breaks and cache-priced cost of the
+        policy, with the same figures for the sliding-window and masking baselines."""
+        report = self.preview.report.lookahead
+        return report.to_dict() if report is not None else {}
+
 
 @dataclass
 class TuningPreview:
@@ -83,6 +91,10 @@ class TuningPreview:
     errors: list[dict[str, str]] = field(default_factory=list)
     #: Sides whose fields were reset to a newly chosen preset (the page swaps them in).
     reset: list[str] = field(default_factory=list)
+
+    #: The baselines each replay is scored against, as the table names them.
+    baseline_rows: tuple[tuple[str, str], ...] = (("sliding_window", "Sliding window"),
+                                                   ("observation_masking", "Observation masking"))
 
     @property
     def labels(self) -> list[str]:

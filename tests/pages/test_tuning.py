@@ -144,3 +144,12 @@ def test_a_trigger_above_the_usable_window_shows_a_warning_and_no_overflow(web, 
 def test_a_policy_within_its_window_shows_no_warning(web, grown):
     html = preview(web, grown, form(grown))
     assert 'data-testid="policy-warnings"' not in html
+
+
+def test_the_preview_scores_each_policy_against_the_next_message_and_the_baselines(web, grown):
+    html = preview(web, grown, form(grown) | form(grown, side="b", preset="deepagents") | {"compare": "1"})
+    for key in ("recall", "mean", "cache", "cache-cost", "baseline-sliding_window", "baseline-observation_masking"):
+        assert f'data-row="{key}"' in html
+    recall_row = html.split('data-row="recall"', 1)[1].split("</tr>", 1)[0]
+    assert len(re.findall(r"<td>\d+(\.\d)?%", recall_row)) == 2      # one figure per policy
+    assert " at gpt-4o" in html.split('data-row="cache-cost"', 1)[1].split("</tr>", 1)[0]

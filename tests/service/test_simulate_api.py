@@ -17,6 +17,9 @@ def test_simulate_reports_what_the_cli_reports_and_writes_nothing(api):
     expected.pop("_session", None)
     assert report["compactions"] and len(report["compactions"]) == len(expected["compactions"])
     assert {k for k in expected} <= set(report)
+    # needed-context recall, baselines and cache figures; what was needed depends on the history alone
+    assert set(report["lookahead"]) == set(expected["lookahead"])
+    assert report["lookahead"]["needed"] == expected["lookahead"]["needed"] > 0
     assert CompactionRun.objects.count() == 0
     assert api.get(f"/api/sessions/{sid}").json()["context_version"] == 1
 
