@@ -220,6 +220,10 @@ CONTENT_SECURITY_POLICY = {
     "frame-ancestors": "'none'",
 }
 
+# The full-message view shows at most this many characters per page; the rest is paged,
+# and the whole text is offered as a download.
+MESSAGE_PAGE_CHARS = env_int("MESSAGE_PAGE_CHARS", 100_000)
+
 # -- API ------------------------------------------------------------------------------------
 # Bodies above this size get 413 before anything reads them.
 API_MAX_REQUEST_BYTES = env_int("API_MAX_REQUEST_BYTES", 50 * 1024 * 1024)
