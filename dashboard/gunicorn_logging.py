@@ -4,7 +4,7 @@ request line, query string and referrer goes through dashboard.log_filters, and 
 headers that carry an API key never appear, whatever ``access_log_format`` asks for."""
 from __future__ import annotations
 
-from gunicorn.glogging import Logger
+from gunicorn.glogging import Logger  # type: ignore[import-untyped]  # gunicorn ships no type hints
 
 from .log_filters import SCRUBBED, scrub_credentials, scrub_query_string
 

@@ -9,7 +9,14 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard.models import ArchiveItem, CompactionRun, RunStatus, Session, SessionContext, StoredMessage
+from dashboard.models import (
+    ArchiveItem,
+    CompactionRun,
+    RunStatus,
+    Session,
+    SessionContext,
+    StoredMessage,
+)
 from dashboard.services.keys import create_api_key
 from tests.pages import factories
 

@@ -72,7 +72,7 @@ def test_a_500_logs_its_traceback_with_debug_off(settings, db, project, django_u
 
 @pytest.mark.parametrize("line, kept", [
     (f'"GET /api/sessions?api_key={SECRET}&limit=5 HTTP/1.1" 401 27', "limit=5"),
-    (f'"GET /api/sessions?limit=5&token=abc123 HTTP/1.1" 401 27', "limit=5"),
+    ('"GET /api/sessions?limit=5&token=abc123 HTTP/1.1" 401 27', "limit=5"),
     (f'"GET /api/sessions?Authorization=Bearer%20{SECRET} HTTP/1.1" 401 27', "/api/sessions?"),
     (f'"GET /sessions/?q=x&whatever={SECRET} HTTP/1.1" 200 10', "q=x"),
     ('"GET /api/sessions?password=hunter2 HTTP/1.1" 401 27', "/api/sessions"),
