@@ -27,6 +27,12 @@ def _read_session(path: str) -> tuple[str, list[RawMessage], list[JSONObject]]:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SystemExit(f"error: {path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise SystemExit(f"error: {path} is not JSON the parser accepts: arrays or objects are nested too deeply") from None
+    except ValueError as exc:  # not UTF-8, or an integer over the interpreter's digit limit
+        why = (f"a number has more than {sys.get_int_max_str_digits()} digits" if "digits" in str(exc)
+               else "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
+        raise SystemExit(f"error: {path} is not JSON the parser accepts: {why}") from None
     try:
         sid, messages, tools = load_session_file(data, source=path)
     except SessionValidationError as exc:

@@ -5,7 +5,8 @@ Three things go wrong when a raw tool output goes straight into tiktoken:
   and raises a Rust panic (a BaseException that would kill a worker);
 - BPE time grows with the square of a run's length (64k repeated characters take
   seconds), which one ``=====`` banner or progress bar in a log can trigger;
-- a lone surrogate (``"\\ud800"``) cannot be passed to the tokenizer at all.
+- a lone surrogate (``"\\ud800"``) cannot be passed to the tokenizer at all
+  (``replace_lone_surrogates`` makes any JSON value encodable).
 
 ``safe_count`` counts such texts piece by piece: slices of 64k characters cut at
 whitespace, long runs cut every 1,024 characters (a piece that is one character repeated
@@ -14,9 +15,11 @@ per cut, which no compaction decision is sensitive to; ordinary texts are counte
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 BIG_TEXT_CHARS = 262_144      # texts longer than this are counted slice by slice
 SLICE_CHARS = 65_536
@@ -63,6 +66,50 @@ def valid_unicode(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace").decode("utf-8")
+
+
+REPLACEMENT_CHARACTER = "\ufffd"
+# In a Python string a surrogate code point is always lone: the JSON parser joins an escaped
+# pair into one character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(value: Any) -> tuple[Any, int]:
+    """A JSON value with every lone surrogate in its strings (object keys included) replaced
+    by U+FFFD, and the number replaced. Values without one come back as the same objects.
+
+    A tool call's ``arguments`` is JSON inside a string: an escaped surrogate there
+    (``"\\ud800"`` as six characters) becomes one when the arguments are parsed, so such
+    arguments are parsed, repaired and written again."""
+    if isinstance(value, str):
+        fixed, n = _SURROGATE.subn(REPLACEMENT_CHARACTER, value)
+        return (fixed, n) if n else (value, 0)
+    if isinstance(value, list):
+        items = [replace_lone_surrogates(v) for v in value]
+        total = sum(n for _, n in items)
+        return ([v for v, _ in items], total) if total else (value, 0)
+    if isinstance(value, dict):
+        total = 0
+        out = {}
+        for k, v in value.items():
+            k2, nk = replace_lone_surrogates(k)
+            v2, nv = _repaired_arguments(v) if k == "arguments" else replace_lone_surrogates(v)
+            out[k2] = v2
+            total += nk + nv
+        return (out, total) if total else (value, 0)
+    return value, 0
+
+
+def _repaired_arguments(value: Any) -> tuple[Any, int]:
+    fixed, n = replace_lone_surrogates(value)
+    if not isinstance(fixed, str) or ("\\ud" not in fixed and "\\uD" not in fixed):
+        return fixed, n
+    try:
+        parsed = json.loads(fixed)
+    except (ValueError, RecursionError):  # not JSON: the text is kept as it is
+        return fixed, n
+    parsed, inner = replace_lone_surrogates(parsed)
+    return (json.dumps(parsed, ensure_ascii=False), n + inner) if inner else (fixed, n)
 
 
 @lru_cache(maxsize=4096)

@@ -31,6 +31,8 @@ from django.utils import timezone
 
 from compaction import Outcome
 
+from .text_repair import repaired
+
 
 def json_safe(value: Any) -> Any:
     """``value`` as plain JSON values (anything unknown becomes its ``str``)."""
@@ -49,7 +51,8 @@ class JSONTextField(models.TextField):
     def from_db_value(self, value, expression, connection):
         if value is None:
             return None
-        return json.loads(value)
+        # Rows stored by older versions may hold lone surrogates (dashboard.text_repair).
+        return repaired(value, json.loads(value))
 
     def get_prep_value(self, value):
         if value is None:
@@ -272,7 +275,7 @@ class SessionContext(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     def load_items(self) -> list[dict]:
-        return json.loads(self.items)
+        return repaired(self.items, json.loads(self.items))
 
 
 class CompactionRun(models.Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -98,12 +99,14 @@ INSTALLED_APPS = [
     # ninja in INSTALLED_APPS makes /api/docs use the swagger-ui files ninja ships
     # (static/ninja/...), never a CDN.
     "ninja",
+    "axes",
     "dashboard.apps.DashboardConfig",
 ]
 
 MIDDLEWARE = [
     "dashboard.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,6 +114,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -157,6 +162,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "/login/"
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failed attempts for one user
+# name from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES. API keys are
+# checked elsewhere (dashboard.api.auth) and are not counted here.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("LOGIN_LOCKOUT_MINUTES", 15.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -168,6 +185,43 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 # Serve /static/ from Django itself (fine for one small service; put a reverse proxy or a
 # CDN in front in production and set SERVE_STATIC=0 there).
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# -- HTTPS and browser protections ---------------------------------------------------------
+# COMPACTION_HTTPS (default: on unless DEBUG) says the dashboard is reached over HTTPS:
+# cookies are then sent over HTTPS only and HTTPS responses carry HSTS. `make run` sets
+# DEBUG=1, so the local server keeps working over plain http.
+COMPACTION_HTTPS = env_bool("COMPACTION_HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = COMPACTION_HTTPS
+CSRF_COOKIE_SECURE = COMPACTION_HTTPS
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600) if COMPACTION_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Behind a TLS-terminating proxy Django sees plain http; the proxy's X-Forwarded-Proto
+# header is believed only when the operator says the proxy sets it.
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy of every response (dashboard.middleware): scripts, styles and
+# images from this server only, no inline script or style.
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self' data:",
+    "font-src": "'self'",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+# The full-message view shows at most this many characters per page; the rest is paged,
+# and the whole text is offered as a download.
+MESSAGE_PAGE_CHARS = env_int("MESSAGE_PAGE_CHARS", 100_000)
 
 # -- API ------------------------------------------------------------------------------------
 # Bodies above this size get 413 before anything reads them.
@@ -272,13 +326,25 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
+# Every handler drops credentials found in query strings (dashboard.log_filters).
+# django.request goes to the console whatever DEBUG says: with Django's own defaults a 500
+# leaves its traceback nowhere when DEBUG is off.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"scrub_credentials": {"()": "dashboard.log_filters.ScrubCredentials"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["scrub_credentials"]},
+        "server": {"class": "logging.StreamHandler", "formatter": "server", "filters": ["scrub_credentials"]},
+    },
     "loggers": {
         "dashboard": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+        "django.request": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "django.server": {"handlers": ["server"], "level": "INFO", "propagate": False},
     },
 }
 

@@ -6,6 +6,7 @@ from ninja import NinjaAPI
 
 from . import archive, errors, policies, runs, sessions
 from .auth import BearerKey, HeaderKey
+from .parser import JsonBodyParser
 
 api = NinjaAPI(
     title="Compaction studio API",
@@ -18,6 +19,7 @@ api = NinjaAPI(
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
+    parser=JsonBodyParser(),
 )
 errors.install(api)
 api.add_router("", sessions.router)

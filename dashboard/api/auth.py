@@ -6,6 +6,9 @@ from ninja.security import APIKeyHeader, HttpBearer
 
 from ..services.keys import authenticate
 
+# The challenge of every 401 (RFC 9110): a bearer token; the X-API-Key header is the same key.
+WWW_AUTHENTICATE = 'Bearer realm="compaction studio API"'
+
 
 class BearerKey(HttpBearer):
     openapi_description = "A project API key (python manage.py create_api_key --project NAME)."

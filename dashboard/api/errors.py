@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from ninja.errors import HttpError
 
 from ..middleware import too_large
 from ..services import ServiceError
+from .auth import WWW_AUTHENTICATE
+from .parser import BodyNotJson
 
 ERROR_CODES = frozenset({400, 401, 404, 409, 413, 422})
 
@@ -22,6 +25,17 @@ def install(api) -> None:
         retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:  # a rate limit: when to try again
             response["Retry-After"] = str(retry_after)
+        return response
+
+    @api.exception_handler(HttpError)
+    def http_error(request, exc: HttpError):
+        """django-ninja's own errors; a 401 names the schemes a client can answer with, and
+        a body that is not JSON says why (ninja wraps the parser's error in a bare 400)."""
+        cause = exc.__cause__
+        detail = str(cause) if isinstance(cause, BodyNotJson) else str(exc)
+        response = api.create_response(request, {"detail": detail}, status=exc.status_code)
+        if exc.status_code == 401:
+            response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response
 
     @api.exception_handler(RequestDataTooBig)

@@ -26,6 +26,7 @@ from ..services import ServiceError
 from ..services.branches import load_store, retrieve_for, summaries_of
 from ..services.policies import effective_policy
 from ..services.sessions import check_trigger
+from ..templatetags.studio import pretty_json
 from .categories import CATEGORY_LABELS
 from .runs import RUN_LIST_FIELDS, run_badge
 from .threshold_lines import policy_lines
@@ -223,6 +224,53 @@ def message_at(session: Session, position: int) -> StoredMessage:
     if m is None:
         raise Http404("no such message")
     return m
+
+
+@dataclass(frozen=True)
+class MessageText:
+    """One part of a stored message as the full-message view shows it: the message text
+    (tool output, or the text parts), or one tool call's arguments indented."""
+
+    text: str
+    label: str      # "message" or "call-N", for the download's file name
+    preformatted: bool
+
+
+def message_part(m: StoredMessage, part: str, call: int) -> MessageText:
+    if part == "call":
+        calls = (m.raw.get("tool_calls") if isinstance(m.raw, dict) else None) or []
+        if not 0 <= call < len(calls) or not isinstance(calls[call], dict):
+            raise Http404("no such tool call")
+        arguments = (calls[call].get("function") or {}).get("arguments")
+        return MessageText(pretty_json(arguments if arguments is not None else ""), f"call-{call}", True)
+    content = m.raw.get("content") if isinstance(m.raw, dict) else None
+    return MessageText(text_of(content), "message", m.role == "tool")
+
+
+@dataclass(frozen=True)
+class TextPage:
+    """``chars`` characters of a long text from ``offset``; the view pages through the rest."""
+
+    text: str
+    offset: int
+    end: int
+    total: int
+    previous: int | None
+    next: int | None
+
+    @property
+    def paged(self) -> bool:
+        return self.previous is not None or self.next is not None
+
+
+def text_page(text: str, offset: int, chars: int) -> TextPage:
+    total = len(text)
+    if chars <= 0 or total <= chars:
+        return TextPage(text, 0, total, total, None, None)
+    offset = min(max(0, offset), max(0, total - 1))
+    end = min(total, offset + chars)
+    return TextPage(text[offset:end], offset, end, total, max(0, offset - chars) if offset > 0 else None,
+                    end if end < total else None)
 
 
 def page_start_for(position: int) -> int:

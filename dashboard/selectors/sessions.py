@@ -14,6 +14,7 @@ from ..services import NotFound
 from ..services.policies import effective_policy
 from ..services.runs import pending_run
 from ..services.sessions import check_trigger
+from ..text_repair import repaired_json_text
 from .pagination import paginate
 
 
@@ -97,6 +98,7 @@ def context_json(project_id: int, session_id: int) -> tuple[bytes, int] | None:
     if row is None:
         return None
     version, updated_at, rendered, tokens, messages, compactions = row
+    rendered = repaired_json_text(rendered)
     head = (f'{{"session_id":{int(session_id)},"version":{int(version)},'
             f'"tag":"{context_tag(session_id, version)}","tokens":{tokens},'
             f'"message_count":{int(messages)},"compactions":{int(compactions)},"messages":')

@@ -48,8 +48,11 @@ from .triggers import clearing_due, overflow_due, trigger_state
 class ImportInvalid(Invalid):
     """An import that names the file, line or index and the fault."""
 
+    # Text that is not JSON at all (or not text) is a malformed request, not bad content.
+    MALFORMED = frozenset({"bad_json", "bad_encoding"})
+
     def __init__(self, exc: SessionValidationError):
-        super().__init__(str(exc))
+        super().__init__(str(exc), status=400 if exc.fault in self.MALFORMED else None)
         self.fault = exc.fault
         self.index = exc.index
         self.line = getattr(exc, "line", None)

@@ -166,3 +166,16 @@ def ratio(a: Any, b: Any) -> float | None:
 def jsonpretty(value: Any) -> str:
     """Any JSON-able value indented (policies, events)."""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.filter
+def duration_words(value: Any) -> str:
+    """A timedelta in words: "15 minutes", "1 hour 30 minutes", "45 seconds"."""
+    seconds = int(value.total_seconds()) if hasattr(value, "total_seconds") else int(value or 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n} {unit}{'' if n == 1 else 's'}" for n, unit in ((hours, "hour"), (minutes, "minute"))
+             if n]
+    if secs and not hours:
+        parts.append(f"{secs} second{'' if secs == 1 else 's'}")
+    return " ".join(parts) or "0 seconds"

@@ -1,6 +1,7 @@
 """Session page: token timeline, compactions, runs, force-summarize and the transcript."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -10,9 +11,11 @@ from compaction import PRESETS
 
 from ..selectors.session_page import (
     message_at,
+    message_part,
     overview_context,
     page_start_for,
     session_runs,
+    text_page,
     transcript_page,
 )
 from ..selectors.sessions import load_session
@@ -58,8 +61,17 @@ def transcript(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def message_full(request: HttpRequest, pk: int, position: int) -> HttpResponse:
-    """One message's whole text (the transcript clips long ones)."""
+    """One message's whole text (the transcript clips long ones). A text over
+    MESSAGE_PAGE_CHARS is shown a page at a time, and ``?download=1`` sends it whole as a
+    text file, so no page carries megabytes of HTML."""
     session = load_session(pk)
+    m = message_at(session, position)
+    part, call = request.GET.get("part", "text"), int_param(request, "call", 0)
+    shown = message_part(m, part, call)
+    if request.GET.get("download"):
+        response = HttpResponse(shown.text, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="session-{session.pk}-{position}-{shown.label}.txt"'
+        return response
     return render(request, "partials/message_full.html",
-                  {"session": session, "m": message_at(session, position), "part": request.GET.get("part", "text"),
-                   "call": int_param(request, "call", 0)})
+                  {"session": session, "m": m, "part": part, "call": call, "shown": shown,
+                   "page": text_page(shown.text, int_param(request, "offset", 0), settings.MESSAGE_PAGE_CHARS)})

@@ -118,3 +118,40 @@ def test_the_overview_partial_redraws_stats_timeline_and_runs(web, grown):
     html = web.get(reverse("pages:session-overview", args=[grown.pk]), HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="overview"') and 'data-testid="timeline"' in html
     assert 'data-testid="runs-table"' in html
+
+
+def test_a_huge_message_is_shown_a_page_at_a_time_and_offered_whole_as_a_download(web, project, settings):
+    settings.MESSAGE_PAGE_CHARS = 100_000
+    words = [f"w{i:07d}" for i in range(60_000)]  # 540 KB of text, every word different
+    text = " ".join(words)
+    call = {"id": "c1", "type": "function", "function": {"name": "write", "arguments": json.dumps({"body": text})}}
+    s = factories.import_messages(project, [
+        {"role": "user", "content": "write it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": text},
+        {"role": "assistant", "content": "done"}])
+    url = reverse("pages:message", args=[s.pk, 2])
+    first = web.get(url, HTTP_HX_REQUEST="true")
+    html = first.content.decode()
+    assert len(first.content) < 150_000  # one page, not the whole text as HTML
+    assert text[:100_000] in html and text[100_000:100_050] not in html
+    assert f"Characters 1–100,000 of {len(text):,}" in html and "Next" in html and "Previous" not in html
+    second = web.get(url + "?offset=100000", HTTP_HX_REQUEST="true").content.decode()
+    assert text[100_000:200_000] in second and "Previous" in second
+    last = web.get(url + f"?offset={len(text) - 10}", HTTP_HX_REQUEST="true").content.decode()
+    assert "Next" not in last and text[-10:] in last
+    download = web.get(url + "?download=1")
+    assert download["Content-Type"] == "text/plain; charset=utf-8"
+    assert download["Content-Disposition"] == f'attachment; filename="session-{s.pk}-2-message.txt"'
+    assert download.content.decode() == text
+    args = web.get(reverse("pages:message", args=[s.pk, 1]) + "?part=call&call=0", HTTP_HX_REQUEST="true")
+    assert len(args.content) < 150_000 and "Download the whole text" in args.content.decode()
+    whole = web.get(reverse("pages:message", args=[s.pk, 1]) + "?part=call&call=0&download=1").content.decode()
+    assert json.loads(whole) == {"body": text}
+    assert web.get(reverse("pages:message", args=[s.pk, 1]) + "?part=call&call=5").status_code == 404
+
+
+def test_a_message_under_the_limit_has_no_pager(web, project):
+    s = factories.import_messages(project, [{"role": "user", "content": "short"}, {"role": "assistant", "content": "ok"}])
+    html = web.get(reverse("pages:message", args=[s.pk, 0]), HTTP_HX_REQUEST="true").content.decode()
+    assert "short" in html and 'data-testid="message-pager"' not in html

@@ -50,14 +50,23 @@ def test_every_route_but_the_docs_needs_a_key(api, world):
         r = api._call(method, fill(path, world), BODIES.get((method, path)), key=None)
         assert r.status_code == 401, (method, path, r.status_code)
         assert r.json() == {"detail": "Unauthorized"}
+        assert r["WWW-Authenticate"] == 'Bearer realm="compaction studio API"', (method, path)
     assert api.get("/api/openapi.json", key=None).status_code == 200
     assert api.get("/api/docs", key=None).status_code == 200
 
 
 def test_a_wrong_or_revoked_key_gets_401(api, project):
-    assert api.get("/api/sessions", key="cs_not-a-real-key").status_code == 401
+    wrong = api.get("/api/sessions", key="cs_not-a-real-key")
+    assert wrong.status_code == 401 and wrong.has_header("WWW-Authenticate")
+    assert api.get("/api/sessions", key="cs_not-a-real-key", style="x-api-key").has_header("WWW-Authenticate")
     revoke_api_key(ApiKey.objects.get(project=project))
     assert api.get("/api/sessions").status_code == 401
+    assert api.get("/api/sessions").has_header("WWW-Authenticate")
+
+
+def test_a_key_in_the_query_string_is_refused_with_a_challenge(api, project):
+    r = api.get(f"/api/sessions?api_key={project.test_key}", key=None)
+    assert r.status_code == 401 and r.has_header("WWW-Authenticate")
 
 
 def test_the_key_works_as_bearer_and_as_x_api_key(api):

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from dashboard.models import Session, StoredMessage
 from dashboard.services.uploads import import_uploads
@@ -83,13 +87,22 @@ PARSER_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(PARSER_CASES))
-def test_an_unparseable_messages_string_is_an_import_error(api, case):
-    text, why = PARSER_CASES[case]
+@pytest.mark.parametrize("case", [*PARSER_CASES, "syntax-json", "syntax-jsonl"])
+def test_an_unparseable_messages_string_is_a_400_naming_the_problem(api, case):
+    text, why = PARSER_CASES.get(case) or {
+        "syntax-json": ('{"messages": [{"role": "user", "content": "hi"}', "Expecting"),
+        "syntax-jsonl": ('{"role": "user", "content": "hi"}\n{"role": "user", "content": \n', "line 2"),
+    }[case]
     r = api.post("/api/sessions", {"messages": text})
-    assert r.status_code == 422, r.content[:300]
+    assert r.status_code == 400, r.content[:300]
     assert r.json()["fault"] == "bad_json" and why in r.json()["detail"]
     assert not Session.objects.exists()
+
+
+def test_schema_valid_json_with_bad_content_stays_a_422(api):
+    r = api.post("/api/sessions", {"messages": '[{"role": "wizard", "content": "hi"}]'})
+    assert r.status_code == 422, r.content
+    assert r.json()["fault"] == "unknown_role"
 
 
 @pytest.mark.parametrize("case", list(PARSER_CASES))
@@ -101,11 +114,22 @@ def test_an_unparseable_upload_is_reported_by_name(project, case):
     assert not Session.objects.exists()
 
 
-@pytest.mark.parametrize("body", [DEEP, f'{{"messages": [{{"role": "user", "content": "hi", "n": {HUGE_INT}}}]}}'],
-                         ids=["deep", "digits"])
-def test_a_request_body_the_parser_refuses_is_a_client_error(api, body):
-    r = api.post("/api/sessions", body)
-    assert r.status_code in (400, 422), r.content[:300]
+BODY_CASES = {
+    "deep": (DEEP, "nested too deeply"),
+    "digits": (f'{{"messages": [{{"role": "user", "content": "hi", "n": {HUGE_INT}}}]}}', "more than 4300 digits"),
+    "syntax": ('{"messages": [\n  {"role": "user", "content": "hi"},\n]}', "line 3, column 1"),
+    "not-text": (b'{"messages": "\xff\xfe"}', "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("case", list(BODY_CASES))
+@pytest.mark.parametrize("path", ["/api/sessions", "/api/sessions/{sid}/messages", "/api/sessions/{sid}/simulate"])
+def test_a_request_body_the_parser_refuses_is_a_400_naming_the_problem(api, small_session, case, path):
+    body, why = BODY_CASES[case]
+    r = api.post(path.format(sid=small_session["id"]), body)
+    assert r.status_code == 400, r.content[:300]
+    detail = r.json()["detail"]
+    assert detail.startswith("request body is not valid JSON: ") and why in detail, detail
 
 
 # -- empty imports ---------------------------------------------------------------------
@@ -122,3 +146,30 @@ def test_an_upload_of_an_empty_session_is_refused(project):
     assert out.created == [] and len(out.errors) == 1 and "empty.json" in out.errors[0]
     assert "messages" in out.errors[0]
     assert not Session.objects.exists()
+
+
+# -- the command lines ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", list(PARSER_CASES))
+def test_the_import_command_names_the_file_and_the_problem(db, tmp_path, capsys, case):
+    text, why = PARSER_CASES[case]
+    path = tmp_path / ("bad.jsonl" if case.endswith("jsonl") else "bad.json")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CommandError, match="1 file"):
+        call_command("import_sessions", str(path), "--project", "cli", "--no-progress")
+    err = capsys.readouterr().err
+    assert str(path) in err and why in err
+    assert not Session.objects.exists()
+
+
+@pytest.mark.parametrize("text, why", [(DEEP, "nested too deeply"), (f"[{HUGE_INT}]", "more than 4300 digits")],
+                         ids=["deep", "digits"])
+@pytest.mark.parametrize("command", ["replay", "count"])
+def test_the_engine_command_line_refuses_a_file_the_parser_refuses_without_a_traceback(tmp_path, command, text, why):
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "compaction", command, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode != 0
+    assert res.stderr.startswith(f"error: {path} is not JSON the parser accepts: ") and why in res.stderr
+    assert "Traceback" not in res.stderr

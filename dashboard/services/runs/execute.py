@@ -16,6 +16,7 @@ from compaction.errors import SummaryError
 from compaction.messages import Message
 
 from ...models import CompactionRun, RunEvent, json_safe
+from ...text_repair import RepairCount, counting_repairs
 from .. import branches as branch_service
 from .. import connections
 from ..archive import BufferedArchive
@@ -90,12 +91,15 @@ class Reporter:
 
 def execute(run_id: int) -> RunResult:
     """Run a compaction end to end; returns what it came to (for logs and tests)."""
-    c = claim(run_id)
+    with counting_repairs() as repairs:
+        c = claim(run_id)
     run = c.run
     if c.state != "claimed" or run is None:
         log.info("run %s not executed: %s", run_id, c.state)
         return "missing" if c.state == "claimed" else c.state
     token = c.token
+    if repairs.characters:
+        _report_repairs(run, repairs)
     heartbeat = Heartbeat(run.pk, token).start()
     started = time.perf_counter()
     try:
@@ -131,6 +135,17 @@ def execute(run_id: int) -> RunResult:
                                 "the session is unchanged", "time_limit")
     finally:
         heartbeat.stop()
+
+
+def _report_repairs(run: CompactionRun, repairs: RepairCount) -> None:
+    """The live context held lone surrogates (stored before they were refused): the run
+    works on U+FFFD in their place, so what it writes differs from the stored bytes."""
+    RunEvent.record(run.pk, "text_repaired", {
+        "messages": repairs.values, "characters": repairs.characters,
+        "detail": (f"{repairs.characters} lone surrogate(s) in {repairs.values} stored message(s) were read as "
+                   "U+FFFD (the replacement character); the summary, archive and new context hold U+FFFD, "
+                   "the stored messages are unchanged"),
+    }, run.deliveries)
 
 
 def _attempt(a: Any) -> Any:

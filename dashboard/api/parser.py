@@ -1,0 +1,35 @@
+"""The API's JSON body parser: a body Python's parser refuses is a 400 that says why
+(bad syntax with its line and column, nesting too deep, a number with too many digits,
+bytes that are not text), where django-ninja would only say "Cannot parse request body"."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, cast
+
+from ninja.parser import Parser
+
+
+class BodyNotJson(ValueError):
+    """The request body is not a JSON document; ``str(exc)`` says what is wrong."""
+
+
+def describe_json_fault(exc: BaseException) -> str:
+    """A sentence for what json.loads raised (JSONDecodeError, RecursionError or ValueError)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "arrays or objects are nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if "digits" in str(exc):  # the interpreter's limit on integer length
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
+
+
+class JsonBodyParser(Parser):
+    def parse_body(self, request) -> dict[str, Any]:
+        try:
+            return cast(dict[str, Any], json.loads(request.body))
+        except (RecursionError, ValueError) as exc:
+            raise BodyNotJson(f"request body is not valid JSON: {describe_json_fault(exc)}") from None
