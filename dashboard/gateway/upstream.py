@@ -82,6 +82,9 @@ def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any
                                   timeout=settings.GATEWAY_TIMEOUT, num_retries=0, max_retries=0)
     if tools:
         kwargs["tools"] = tools
+        # litellm looks for its proxy's MCP tools in any tool list, which imports the
+        # optional ``mcp`` package; the gateway forwards plain function tools only.
+        kwargs["_skip_mcp_handler"] = True
     if up.api_base:
         kwargs["api_base"] = up.api_base
     if up.api_key:
