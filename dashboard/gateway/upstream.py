@@ -12,7 +12,6 @@ variable); the project key the client authenticated with is never forwarded, nor
 the client's headers."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -102,17 +101,14 @@ def upstream_error(exc: Exception) -> GatewayError:
     a timeout is 504; the upstream refusing the operator's key is 502 (a 401 would tell the
     client its own project key is wrong)."""
     status = getattr(exc, "status_code", None)
-    response = getattr(exc, "response", None)
     headers: dict[str, str] = {}
-    body = None
-    if response is not None:
-        try:
-            payload = json.loads(response.content)
-            if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
-                body = payload["error"]
-        except (ValueError, TypeError, AttributeError):
-            body = None
-        retry_after = getattr(response, "headers", {}).get("retry-after") if hasattr(response, "headers") else None
+    # litellm keeps the upstream's error object in ``body`` and its headers apart.
+    body = getattr(exc, "body", None)
+    if not (isinstance(body, dict) and isinstance(body.get("message"), str)):
+        body = None
+    upstream_headers = getattr(exc, "litellm_response_headers", None)
+    if upstream_headers is not None:
+        retry_after = upstream_headers.get("retry-after")
         if retry_after:
             headers["Retry-After"] = str(retry_after)
     message = str(getattr(exc, "message", None) or exc)

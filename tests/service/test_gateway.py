@@ -142,3 +142,140 @@ class Client:
 
     def get(self, path):
         return self.c.get(path, HTTP_AUTHORIZATION=f"Bearer {self.key}")
+
+
+# -- who may use which session -----------------------------------------------------------------
+
+def test_a_wrong_key_gets_401_and_another_project_never_reaches_the_session(gateway, project, other_project,
+                                                                             llm_server):
+    with pytest.raises(openai.AuthenticationError) as bad:
+        sdk(gateway, "not-a-key").chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+    assert bad.value.status_code == 401
+    assert not llm_server.requests
+
+    history = [{"role": "user", "content": "a private plan"}]
+    llm_server.script(ok("noted"), ok("who are you?"))
+    mine = sdk(gateway, project.test_key).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=history, extra_headers={"X-Session-Id": "shared-name"})
+    theirs = sdk(gateway, other_project.test_key).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=history + [{"role": "assistant", "content": "noted"}, {"role": "user", "content": "?"}],
+        extra_headers={"X-Session-Id": "shared-name"})
+    mine_id, theirs_id = int(mine.headers["x-compaction-session"]), int(theirs.headers["x-compaction-session"])
+    assert mine_id != theirs_id
+    assert Session.objects.get(pk=mine_id).project_id == project.pk
+    assert Session.objects.get(pk=theirs_id).project_id == other_project.pk
+    assert StoredMessage.objects.filter(session_id=mine_id).count() == 2  # its message and the reply, nothing more
+    # The other project's key cannot read the first project's session through the API.
+    assert Client(other_project).get(f"/api/sessions/{mine_id}").status_code == 404
+
+
+# -- what the client's history says about its session -----------------------------------------
+
+def test_identity_header_metadata_user_and_leading_messages(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(*[ok(f"r{i}") for i in range(6)])
+    base = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task one"}]
+
+    def call(messages, **kw):
+        return int(oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages, **kw)
+                   .headers["x-compaction-session"])
+
+    by_digest = call(base)
+    # No identity given: the leading messages find the session this history extends.
+    assert call(base + [{"role": "assistant", "content": "r0"}, {"role": "user", "content": "more"}]) == by_digest
+    by_header = call(base, extra_headers={"X-Session-Id": "agent-7"})
+    by_metadata = call(base, metadata={"session_id": "agent-8"}, store=False)
+    by_user = call(base, user="alice")
+    assert len({by_digest, by_header, by_metadata, by_user}) == 4
+    assert call(base + [{"role": "assistant", "content": "r2"}, {"role": "user", "content": "x"}],
+                extra_headers={"X-Session-Id": "agent-7"}) == by_header
+
+
+def test_an_edited_history_starts_a_new_session_and_leaves_the_stored_one_alone(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("first"), ok("second"), ok("third"))
+    h = {"X-Session-Id": "editor"}
+    history = [{"role": "user", "content": "write a poem"}]
+    r1 = oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=history, extra_headers=h)
+    sid = int(r1.headers["x-compaction-session"])
+    history += [{"role": "assistant", "content": "first"}, {"role": "user", "content": "shorter"}]
+    oai.chat.completions.create(model="gpt-4o", messages=history, extra_headers=h)
+    before = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
+
+    edited = [{"role": "user", "content": "write a song"}, {"role": "assistant", "content": "first"},
+              {"role": "user", "content": "shorter"}]
+    r3 = oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=edited, extra_headers=h)
+    new_sid = int(r3.headers["x-compaction-session"])
+    assert new_sid != sid
+    assert r3.headers["x-compaction-forked-from"] == str(sid)
+    assert "edited or removed" in r3.headers["x-compaction-notice"]
+    after = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
+    assert after == before
+    assert GatewaySession.objects.get(session_id=new_sid).forked_from_id == sid
+    assert [m["content"] for m in llm_server.requests[-1].messages] == ["write a song", "first", "shorter"]
+
+
+# -- upstream failures -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_upstream_errors_reach_the_client_as_the_sdk_expects(gateway, project, llm_server, stream):
+    oai = sdk(gateway, project.test_key)
+    history = [{"role": "user", "content": "hello"}]
+    h = {"X-Session-Id": f"errors-{stream}"}
+    llm_server.script(error(429, "slow down", retry_after=7))
+    with pytest.raises(openai.RateLimitError) as limited:
+        out = oai.chat.completions.create(model="gpt-4o", messages=history, stream=stream, extra_headers=h)
+        list(out) if stream else None
+    assert limited.value.status_code == 429
+    assert limited.value.response.headers["retry-after"] == "7"
+    assert "slow down" in limited.value.message
+
+    llm_server.script(error(500, "upstream broke"))
+    with pytest.raises(openai.InternalServerError) as broke:
+        out = oai.chat.completions.create(model="gpt-4o", messages=history, stream=stream, extra_headers=h)
+        list(out) if stream else None
+    assert broke.value.status_code == 500
+
+    # The client's message was stored before forwarding, once; its retry adds nothing new.
+    sid = GatewaySession.objects.get(identity=f"id:errors-{stream}").session_id
+    assert StoredMessage.objects.filter(session_id=sid).count() == 1
+    llm_server.script(ok("hi there"))
+    out = oai.chat.completions.create(model="gpt-4o", messages=history, stream=stream, extra_headers=h)
+    text = _assemble(out)["content"] if stream else out.choices[0].message.content
+    assert text == "hi there"
+    roles = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("role", flat=True))
+    assert roles == ["user", "assistant"]
+
+
+def test_a_bad_body_or_an_unknown_model_is_a_400_naming_what_to_fix(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "wizard", "content": "x"}])
+    assert bad.value.body["param"] == "messages[0]"
+    with pytest.raises(openai.BadRequestError) as unknown:
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                    extra_body={"api_base": "http://169.254.169.254/"})
+    assert unknown.value.body["param"] == "api_base"
+    with pytest.raises(openai.BadRequestError) as two:
+        oai.chat.completions.create(model="gpt-4o", n=2, messages=[{"role": "user", "content": "x"}])
+    assert two.value.body["param"] == "n"
+    with pytest.raises(openai.BadRequestError) as unmapped:
+        oai.chat.completions.create(model="anthropic/claude-sonnet-4-5", messages=[{"role": "user", "content": "x"}])
+    assert unmapped.value.body["param"] == "model"
+    assert "COMPACTION_CONNECTIONS" in unmapped.value.message
+    with pytest.raises(openai.BadRequestError) as pairs:
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"},
+                                                            {"role": "tool", "tool_call_id": "nope", "content": "y"}])
+    assert "orphan" in pairs.value.message
+    assert not llm_server.requests
+    assert not Session.objects.exists()
+
+
+def test_a_prefixed_model_goes_through_the_operators_connection_with_its_key(gateway, project, llm_server):
+    llm_server.script(ok("via connection"))
+    out = sdk(gateway, project.test_key).chat.completions.create(model="openai/gpt-4o-mini",
+                                                                 messages=[{"role": "user", "content": "x"}])
+    assert out.choices[0].message.content == "via connection"
+    req = llm_server.requests[-1]
+    assert req.model == "gpt-4o-mini"
+    assert req.headers["authorization"] == "Bearer test-key"  # CS_TEST_LLM_KEY of the "scripted" connection
