@@ -3,6 +3,7 @@ server, with the scripted OpenAI-compatible server (over real HTTP) as the upstr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import openai
 import pytest
@@ -279,3 +280,18 @@ def test_a_prefixed_model_goes_through_the_operators_connection_with_its_key(gat
     req = llm_server.requests[-1]
     assert req.model == "gpt-4o-mini"
     assert req.headers["authorization"] == "Bearer test-key"  # CS_TEST_LLM_KEY of the "scripted" connection
+
+
+# -- the README's promise -----------------------------------------------------------------------
+
+def test_the_readme_snippet_runs_against_the_gateway(gateway, project, llm_server):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it without changing your agent", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "base_url=" in code
+    code = code.replace("http://127.0.0.1:8000", gateway.url).replace("YOUR_PROJECT_KEY", project.test_key)
+    llm_server.script(ok("Hello back"))
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+    assert scope["reply"].choices[0].message.content == "Hello back"
+    assert llm_server.requests[-1].messages == [{"role": "user", "content": "Hello"}]
