@@ -11,10 +11,11 @@ from django.test import Client as DjangoClient
 
 from compaction import Policy, get_preset
 from compaction.messages import Message, Provenance
+from dashboard.gateway.wire import broken_pair
 from dashboard.models import GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
-from tests.support.llm_server import error, ok, tool_call
+from tests.support.llm_server import error, ok, slow, tool_call
 
 WINDOW = 6000
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
@@ -295,3 +296,34 @@ def test_the_readme_snippet_runs_against_the_gateway(gateway, project, llm_serve
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
     assert scope["reply"].choices[0].message.content == "Hello back"
     assert llm_server.requests[-1].messages == [{"role": "user", "content": "Hello"}]
+
+
+def test_an_upstream_timeout_is_a_504_and_the_stream_reports_usage_when_asked(gateway, project, llm_server, settings):
+    oai = sdk(gateway, project.test_key)
+    settings.GATEWAY_TIMEOUT = 0.5
+    llm_server.script(slow(3, "too late"))
+    with pytest.raises(openai.InternalServerError) as late:
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+    assert late.value.status_code == 504
+
+    settings.GATEWAY_TIMEOUT = 30
+    llm_server.script(ok("streamed", usage={"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}))
+    raw = oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=[{"role": "user", "content": "y"}],
+                                                        stream=True, stream_options={"include_usage": True})
+    assert raw.headers["content-type"].startswith("text/event-stream")
+    assert int(raw.headers["x-context-tokens"]) > 0
+    chunks = list(raw.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "streamed"
+    assert chunks[-1].usage.prompt_tokens == 11 and chunks[-1].choices == []
+    sid = int(raw.headers["x-compaction-session"])
+    reply = StoredMessage.objects.filter(session_id=sid, role="assistant").get().raw
+    assert reply["usage"] == {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
+
+
+def test_the_pair_guard_names_what_would_break_upstream():
+    assert broken_pair([{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
+                        "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": "a", "content": "ok"}]) is None
+    assert "answers tool call 'b'" in broken_pair([{"role": "tool", "tool_call_id": "b", "content": "x"}])
+    assert "not answered" in broken_pair([{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "user", "content": "next"}])
