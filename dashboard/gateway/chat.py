@@ -89,6 +89,8 @@ def _stored(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, An
 def complete(prep: Prepared) -> dict[str, Any]:
     """Non-streaming: the completion object, after the reply is stored."""
     response = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=False)
+    if not getattr(response, "choices", None):
+        raise GatewayError(502, "the upstream answered without a choice", type="server_error")
     choice = response.choices[0]
     reply = _reply(choice.message)
     usage = _usage(getattr(response, "usage", None))

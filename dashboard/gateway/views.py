@@ -71,6 +71,9 @@ def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
             response["X-Accel-Buffering"] = "no"
     except GatewayError as exc:
         return exc.response()
+    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
+        log.exception("gateway request failed")
+        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
     for key, value in prep.headers.items():
         response[key] = value
     return response
