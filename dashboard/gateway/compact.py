@@ -14,7 +14,7 @@ from django.conf import settings
 
 from compaction.windows import resolve_window, usable_window
 
-from ..models import CompactionRun, Session, TriggerKind
+from ..models import CompactionRun, RunStatus, Session, TriggerKind
 from ..services.policies import effective_policy
 from ..services.runs import execute
 from ..services.runs.request import pending_run, request_run
@@ -53,20 +53,25 @@ def _wait(run_id: int) -> None:
 
 
 def before_call(session: Session) -> tuple[Session, CompactionRun | None]:
-    """Compact when due; returns the session as it now is and the run that ran (or None).
-    Raises GatewayError when the context still does not fit the window."""
+    """Compact when due; returns the session as it now is and the run that changed or tried
+    to change it (None when nothing ran or the run found nothing to do). Raises GatewayError
+    when the context still does not fit the window."""
     ran: CompactionRun | None = None
-    for _attempt in range(2):  # a run that compacted an older snapshot may leave work for one more
+    for _attempt in range(2):
         why, force = _due(session)
-        if why is None:
+        if why is None or (_attempt and not force):
+            # A second run only when the first compacted an older snapshot (a run another
+            # worker was executing) and the context is still over the window.
             break
         # The session's pending run goes first (a newer one would queue behind it).
         run = pending_run(session) or request_run(session, trigger=TriggerKind.AUTO, force=force, reason=why)
         state = execute(run.pk)
         if state in ("busy", "running_elsewhere"):
             _wait(run.pk)
-        ran = CompactionRun.objects.get(pk=run.pk)
+        run = CompactionRun.objects.get(pk=run.pk)
         session = Session.objects.get(pk=session.pk)
+        if run.status != RunStatus.SKIPPED:
+            ran = run
     usable = _usable(session)
     if session.context_total > usable:
         raise GatewayError(400, f"the context is {session.context_total} tokens after compaction, over the "

@@ -12,7 +12,7 @@ from django.test import Client as DjangoClient
 from compaction import Policy, get_preset
 from compaction.messages import Message, Provenance
 from dashboard.gateway.wire import broken_pair
-from dashboard.models import GatewaySession, Session, StoredMessage
+from dashboard.models import CompactionRun, GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
 from tests.support.llm_server import error, ok, slow, tool_call
@@ -111,6 +111,8 @@ def test_a_long_agent_loop_is_compacted_without_the_client_changing_anything(gat
     assert len(sessions) == 1, "every turn continued the same stored session"
     runs = {a.headers["x-compaction-run"] for a in answers if a.headers.get("x-compaction-run")}
     assert runs, "compaction ran before some model calls"
+    # The header names runs that did something, never one that found nothing to do.
+    assert set(CompactionRun.objects.filter(pk__in=runs).values_list("status", flat=True)) == {"succeeded"}
     assert history[-1]["content"] == "All modules read."
 
     requests = llm_server.requests
