@@ -329,3 +329,22 @@ def test_the_pair_guard_names_what_would_break_upstream():
     assert "answers tool call 'b'" in broken_pair([{"role": "tool", "tool_call_id": "b", "content": "x"}])
     assert "not answered" in broken_pair([{"role": "assistant", "content": None, "tool_calls": [
         {"id": "a", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "user", "content": "next"}])
+
+
+def test_a_truncated_history_starts_a_new_session_too(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("one"), ok("two"), ok("three"))
+    history = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "count"}]
+    sid = int(oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=history)
+              .headers["x-compaction-session"])
+    history += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "go on"}]
+    oai.chat.completions.create(model="gpt-4o", messages=history)
+    assert StoredMessage.objects.filter(session_id=sid).count() == 5
+
+    # The agent drops its last exchange and asks something else.
+    shorter = history[:2] + [{"role": "assistant", "content": "one"}, {"role": "user", "content": "stop"}]
+    raw = oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=shorter)
+    assert int(raw.headers["x-compaction-session"]) != sid
+    assert raw.headers["x-compaction-forked-from"] == str(sid)
+    assert StoredMessage.objects.filter(session_id=sid).count() == 5
+    assert [m["content"] for m in llm_server.requests[-1].messages] == ["be brief", "count", "one", "stop"]
