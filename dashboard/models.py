@@ -595,3 +595,26 @@ class RateWindow(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "action", "window_start"],
                                                name="rate_window_per_project_action")]
+
+
+class GatewaySession(models.Model):
+    """How the OpenAI-compatible gateway recognises a session from one request to the next.
+
+    ``identity`` is what the client said (``X-Session-Id``, ``metadata.session_id``,
+    ``user``) or, when it said nothing, a digest of its leading messages. Several sessions
+    can share one identity: a client that edits or truncates its history gets a new session
+    (``forked_from`` the one it diverged from) instead of a rewrite of the stored one.
+    ``chain`` is a running digest over the wire form of the ``stored_count`` messages the
+    gateway stored, so a request is checked against the stored history without reading it."""
+
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="gateway")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="gateway_sessions")
+    identity = models.CharField(max_length=600)
+    stored_count = models.PositiveIntegerField(default=0)
+    chain = models.CharField(max_length=64)
+    forked_from = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "identity", "-id"], name="gateway_identity")]

@@ -272,6 +272,17 @@ def _connections_setting(value: str) -> list[dict]:
 # api_base, api_key_env, allow_private_network. docs/SERVICE.md describes the fields.
 COMPACTION_CONNECTIONS = _connections_setting(os.environ.get("COMPACTION_CONNECTIONS", ""))
 
+# -- gateway (POST /v1/chat/completions) -------------------------------------------------------
+# The default upstream: an OpenAI-compatible server that receives every model name without a
+# provider prefix, with this key (the client's project key is never forwarded). Prefixed
+# names go to a model connection (COMPACTION_CONNECTIONS / admin) whose models allow them.
+GATEWAY_API_BASE = os.environ.get("GATEWAY_API_BASE", "").strip()
+GATEWAY_API_KEY = os.environ.get("GATEWAY_API_KEY", "").strip()
+# Seconds an upstream call may take; seconds a request waits for a compaction run another
+# worker is executing before it answers with what it has.
+GATEWAY_TIMEOUT = env_float("GATEWAY_TIMEOUT", 600.0)
+GATEWAY_COMPACTION_WAIT = env_float("GATEWAY_COMPACTION_WAIT", 120.0)
+
 # -- runs ------------------------------------------------------------------------------------
 RUN_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT", 600)
 RUN_TIME_LIMIT = env_int("RUN_TIME_LIMIT", 660)

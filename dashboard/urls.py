@@ -1,5 +1,6 @@
 """URL map: the dashboard pages (dashboard.urls_pages, which own "/"), the JSON API under
-/api/, a liveness probe, the admin and, when SERVE_STATIC is on, the static files."""
+/api/, the OpenAI-compatible gateway under /v1/ (dashboard.gateway), a liveness probe, the
+admin and, when SERVE_STATIC is on, the static files."""
 from __future__ import annotations
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
+from .gateway.views import chat_completions
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -22,6 +24,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/api/docs", permanent=False), name="home"),
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
+    path("v1/chat/completions", chat_completions, name="gateway-chat-completions"),
     path("admin/", admin.site.urls),
 ]
 

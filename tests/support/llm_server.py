@@ -16,6 +16,11 @@ model separately; requests for other models use the shared queue. When every
 queue is empty the server answers 500 with "no scripted behaviour left", so an
 unexpected extra request shows up as a failure instead of a silent success.
 
+A behaviour may answer with tool calls (``ok("", tool_calls=[tool_call("read", {...})])``).
+A request with ``"stream": true`` gets the same answer as server-sent events, in
+chunks as OpenAI streams them (role, content pieces, tool-call pieces, finish reason, a
+usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``).
+
 Every request is recorded (path, headers, raw body bytes, parsed JSON) in the
 order it arrived, including requests whose client gave up before the answer.
 """
@@ -46,11 +51,19 @@ class Behaviour:
     retry_after: float | None = None
     delay: float = 0.0
     body: bytes | None = None
+    tool_calls: tuple = ()
 
 
-def ok(text: str, usage: dict | None = None) -> Behaviour:
-    """A normal completion whose message content is ``text``."""
-    return Behaviour("ok", text=text, usage=usage)
+def ok(text: str, usage: dict | None = None, tool_calls: list[dict] | None = None) -> Behaviour:
+    """A normal completion whose message content is ``text`` (and ``tool_calls``, made with
+    :func:`tool_call`)."""
+    return Behaviour("ok", text=text, usage=usage, tool_calls=tuple(tool_calls or ()))
+
+
+def tool_call(name: str, arguments: dict | str, call_id: str) -> dict:
+    """One OpenAI tool call for :func:`ok`."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 
 
 def error(status: int = 500, message: str | None = None, retry_after: float | None = None) -> Behaviour:
@@ -189,16 +202,46 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "slow":
             time.sleep(b.delay)
         model = request_json.get("model", "scripted") if isinstance(request_json, dict) else "scripted"
+        if isinstance(request_json, dict) and request_json.get("stream"):
+            self._stream(b, request_json, number, model)
+            return
+        message: dict = {"role": "assistant", "content": b.text}
+        if b.tool_calls:
+            message["tool_calls"] = list(b.tool_calls)
+            message["content"] = b.text or None
         payload = {
             "id": f"chatcmpl-scripted-{number}",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": b.text}}],
+            "choices": [{"index": 0, "finish_reason": "tool_calls" if b.tool_calls else "stop",
+                         "message": message}],
             "usage": _usage_for(request_json, b.text, b.usage),
         }
         self._send(200, json.dumps(payload).encode())
+
+    def _stream(self, b: Behaviour, request_json: dict, number: int, model: str) -> None:
+        head = {"id": f"chatcmpl-scripted-{number}", "object": "chat.completion.chunk",
+                "created": 1_700_000_000, "model": model}
+
+        def chunk(delta: dict, finish: str | None = None) -> dict:
+            return dict(head, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        half = len(b.text) // 2
+        events += [chunk({"content": piece}) for piece in (b.text[:half], b.text[half:]) if piece]
+        for i, call in enumerate(b.tool_calls):
+            args = call["function"]["arguments"]
+            cut = len(args) // 2
+            events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                  "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                       for piece in (args[:cut], args[cut:]) if piece]
+        events.append(chunk({}, "tool_calls" if b.tool_calls else "stop"))
+        if (request_json.get("stream_options") or {}).get("include_usage"):
+            events.append(dict(head, choices=[], usage=_usage_for(request_json, b.text, b.usage)))
+        body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+        self._send(200, body, content_type="text/event-stream")
 
 
 class ScriptedLLMServer:

@@ -1,0 +1,173 @@
+"""One chat completion through the gateway: check the body, store the client's new messages,
+compact when due, forward the live context, store the reply, answer in OpenAI's shape.
+
+The client's messages are stored before anything is forwarded, so an upstream failure loses
+none of them (the client's retry then adds nothing new and is forwarded again)."""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from compaction import Policy
+
+from ..models import CompactionRun, Project, Session, SessionContext
+from ..services.policies import apply_service_defaults, project_policy
+from . import upstream
+from .body import ChatBody
+from .compact import before_call
+from .errors import GatewayError
+from .identity import Placement, place, store_reply
+from .wire import broken_pair, wire_form
+
+
+@dataclass
+class Prepared:
+    body: ChatBody
+    up: upstream.Upstream
+    placement: Placement
+    session: Session
+    run: CompactionRun | None
+    messages: list[dict[str, Any]]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _policy_for(project: Project, model: str) -> Policy:
+    base, _row = project_policy(project)
+    return apply_service_defaults(base, Session(project=project, model=model))
+
+
+def prepare(project: Project, body: ChatBody, session_header: str | None) -> Prepared:
+    up = upstream.resolve(body.model)
+    upstream.check_window(body.model, _policy_for(project, body.model).context_window)
+    placement = place(project, body, session_header)
+    session, run = before_call(placement.session)
+    rendered = SessionContext.objects.filter(session_id=session.pk).values_list("rendered", flat=True).get()
+    messages = [wire_form(raw) for raw in json.loads(rendered)]
+    broken = broken_pair(messages)
+    if broken:
+        raise GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "
+                                f"session {session.pk} is unchanged", type="server_error")
+    headers = {"X-Compaction-Session": str(session.pk), "X-Context-Tokens": str(session.context_total)}
+    if run is not None:
+        headers["X-Compaction-Run"] = str(run.pk)
+    if placement.created and placement.forked_from is not None:
+        headers["X-Compaction-Forked-From"] = str(placement.forked_from)
+        headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} (an "
+                                          f"earlier message was edited or removed); it started session {session.pk}")
+    return Prepared(body, up, placement, session, run, messages, headers)
+
+
+def _reply(message: Any) -> dict[str, Any]:
+    """The assistant message to store and answer with, from litellm's message object."""
+    out: dict[str, Any] = {"role": "assistant", "content": getattr(message, "content", None)}
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.function.name, "arguments": c.function.arguments or ""}}
+                             for c in calls]
+    if out["content"] is None and not calls:
+        out["content"] = ""
+    return out
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    out = {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    return out if any(out.values()) else None
+
+
+def _stored(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, Any]:
+    # The provider's usage rides on the stored message: the engine's usage-based counting
+    # reads it there; it is never forwarded (wire_form keeps only OpenAI's message fields).
+    return dict(reply, usage=usage) if usage else dict(reply)
+
+
+def complete(prep: Prepared) -> dict[str, Any]:
+    """Non-streaming: the completion object, after the reply is stored."""
+    response = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=False)
+    if not getattr(response, "choices", None):
+        raise GatewayError(502, "the upstream answered without a choice", type="server_error")
+    choice = response.choices[0]
+    reply = _reply(choice.message)
+    usage = _usage(getattr(response, "usage", None))
+    store_reply(prep.placement.gateway.pk, _stored(reply, usage))
+    message = dict(reply, refusal=None)
+    return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
+            "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": choice.finish_reason or "stop"}],
+            "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def stream(prep: Prepared) -> Iterator[dict[str, Any]]:
+    """Streaming: the chunk objects to send (OpenAI's ``chat.completion.chunk``); the reply,
+    assembled from them, is stored once the upstream's stream ends. An upstream failure
+    before the first chunk raises GatewayError (the view answers with its status); after
+    it, it ends the stream with an error event."""
+    chunks = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=True)
+    return _relay(prep, chunks)
+
+
+def _relay(prep: Prepared, chunks: Any) -> Iterator[dict[str, Any]]:
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage: dict[str, int] | None = None
+    finish: str | None = None
+    cid, created = f"chatcmpl-gw-{prep.session.pk}", int(time.time())
+    try:
+        for chunk in chunks:
+            cid = getattr(chunk, "id", None) or cid
+            usage = _usage(getattr(chunk, "usage", None)) or usage
+            for choice in getattr(chunk, "choices", None) or []:
+                delta = choice.delta
+                out_delta: dict[str, Any] = {}
+                if getattr(delta, "role", None):
+                    out_delta["role"] = delta.role
+                if getattr(delta, "content", None):
+                    content.append(delta.content)
+                    out_delta["content"] = delta.content
+                for tc in getattr(delta, "tool_calls", None) or []:
+                    index = tc.index if tc.index is not None else 0
+                    slot = calls.setdefault(index, {"id": "", "type": "function",
+                                                    "function": {"name": "", "arguments": ""}})
+                    item: dict[str, Any] = {"index": index}
+                    if tc.id:
+                        slot["id"] = tc.id
+                        item["id"] = tc.id
+                        item["type"] = "function"
+                    fn = tc.function
+                    if fn is not None:
+                        item["function"] = {}
+                        if fn.name:
+                            slot["function"]["name"] += fn.name
+                            item["function"]["name"] = fn.name
+                        if fn.arguments:
+                            slot["function"]["arguments"] += fn.arguments
+                            item["function"]["arguments"] = fn.arguments
+                    out_delta.setdefault("tool_calls", []).append(item)
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+                if out_delta or choice.finish_reason:
+                    yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
+                           "choices": [{"index": 0, "delta": out_delta, "logprobs": None,
+                                        "finish_reason": choice.finish_reason}]}
+    except GatewayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the upstream failing mid-stream
+        raise upstream.upstream_error(exc) from None
+    reply: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if calls:
+        reply["tool_calls"] = [calls[i] for i in sorted(calls)]
+    if reply["content"] is None and not calls:
+        reply["content"] = ""
+    store_reply(prep.placement.gateway.pk, _stored(reply, usage))
+    if finish is None:
+        yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
+               "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}
+    if prep.body.include_usage:
+        yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
+               "choices": [], "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}

@@ -1,0 +1,40 @@
+"""Errors the gateway answers with, in OpenAI's error-object shape, so the OpenAI SDK raises
+the class a caller expects (BadRequestError, AuthenticationError, RateLimitError...)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpResponse
+
+
+class GatewayError(Exception):
+    """An answer other than a completion: ``status`` and the OpenAI ``error`` object."""
+
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",  # noqa: A002
+                 param: str | None = None, code: str | int | None = None,
+                 headers: dict[str, str] | None = None, body: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.headers = dict(headers or {})
+        self.body = body  # an upstream error object passed through as it came
+
+    def error_object(self) -> dict[str, Any]:
+        if self.body is not None:
+            return self.body
+        return {"message": self.message, "type": self.type, "param": self.param, "code": self.code}
+
+    def response(self) -> HttpResponse:
+        out = HttpResponse(json.dumps({"error": self.error_object()}), status=self.status,
+                           content_type="application/json")
+        for key, value in self.headers.items():
+            out[key] = value
+        return out
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:
+    return GatewayError(400, message, param=param, code=code)

@@ -1,0 +1,125 @@
+"""Where a model name goes, and the call through litellm.
+
+Two kinds of upstream, both the operator's:
+
+- the default one, ``GATEWAY_API_BASE`` with ``GATEWAY_API_KEY``: an OpenAI-compatible
+  server that receives every model name without a provider prefix (``gpt-4o``);
+- a model connection (``dashboard.services.connections``) whose models allow the name,
+  e.g. ``anthropic/claude-sonnet-4-5`` through a connection listing ``anthropic/*``.
+
+The key always comes from the server's side (the setting, or the connection's key
+variable); the project key the client authenticated with is never forwarded, nor any of
+the client's headers."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from compaction import _env
+from compaction.windows import model_window
+
+from ..services import connections
+from .errors import GatewayError
+
+
+@dataclass(frozen=True)
+class Upstream:
+    via: str               # "GATEWAY_API_BASE" or "connection <name>"
+    model: str             # the litellm model string
+    api_base: str | None
+    api_key: str | None
+
+
+def _how_to_map(model: str) -> str:
+    names = sorted(connections.registry())
+    return (f"model {model!r} is not served by this gateway: a name without a provider prefix goes to "
+            f"GATEWAY_API_BASE ({'set' if settings.GATEWAY_API_BASE else 'not set'}); a prefixed name "
+            f"(openai/..., anthropic/...) needs an operator's model connection whose models allow it "
+            f"(COMPACTION_CONNECTIONS or the admin; connections now: {', '.join(names) or 'none'})")
+
+
+def resolve(model: str) -> Upstream:
+    """The upstream for ``model``; a GatewayError (400) saying how to map it otherwise."""
+    if "/" not in model and settings.GATEWAY_API_BASE:
+        return Upstream("GATEWAY_API_BASE", f"openai/{model}", settings.GATEWAY_API_BASE,
+                        settings.GATEWAY_API_KEY or connections.NO_KEY)
+    for conn in connections.registry().values():
+        if not conn.allows(model):
+            continue
+        try:
+            connections.check_address(conn.api_base, conn.allow_private_network)
+        except connections.ConnectionInvalid as exc:
+            raise GatewayError(502, f"the operator's connection {conn.name!r} is unusable: {exc}",
+                               type="server_error") from None
+        key = os.environ.get(conn.api_key_env) if conn.api_key_env else None
+        if conn.api_key_env and not key:
+            raise GatewayError(502, f"the operator's connection {conn.name!r} has no key: environment variable "
+                                    f"{conn.api_key_env} is not set", type="server_error")
+        if key is None and conn.api_base:
+            key = connections.NO_KEY
+        return Upstream(f"connection {conn.name}", model, conn.api_base, key)
+    raise GatewayError(400, _how_to_map(model), param="model", code="model_not_found")
+
+
+def check_window(model: str, policy_window: int | None) -> None:
+    """A model whose window nobody knows cannot be kept under it: refuse, saying how to fix."""
+    if policy_window or model_window(model):
+        return
+    raise GatewayError(400, f"model {model!r} has no context window in litellm's model table: set context_window "
+                            f"in the project's policy so the gateway knows what to keep the context under",
+                       param="model", code="unknown_window")
+
+
+def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any],
+         stream: bool) -> Any:
+    """One litellm.completion call (no retries of its own: the client's SDK decides)."""
+    litellm = _env.litellm()
+    kwargs: dict[str, Any] = dict(params, model=up.model, messages=messages, stream=stream,
+                                  timeout=settings.GATEWAY_TIMEOUT, num_retries=0, max_retries=0)
+    if tools:
+        kwargs["tools"] = tools
+        # litellm looks for its proxy's MCP tools in any tool list, which imports the
+        # optional ``mcp`` package; the gateway forwards plain function tools only.
+        kwargs["_skip_mcp_handler"] = True
+    if up.api_base:
+        kwargs["api_base"] = up.api_base
+    if up.api_key:
+        kwargs["api_key"] = up.api_key
+    if stream:
+        kwargs["stream_options"] = {"include_usage": True}
+    try:
+        return litellm.completion(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - every upstream failure becomes an OpenAI error object
+        raise upstream_error(exc) from None
+
+
+def upstream_error(exc: Exception) -> GatewayError:
+    """The upstream's failure as the client's SDK expects it: same status and error object;
+    a timeout is 504; the upstream refusing the operator's key is 502 (a 401 would tell the
+    client its own project key is wrong)."""
+    status = getattr(exc, "status_code", None)
+    headers: dict[str, str] = {}
+    # litellm keeps the upstream's error object in ``body`` and its headers apart.
+    body = getattr(exc, "body", None)
+    if not (isinstance(body, dict) and isinstance(body.get("message"), str)):
+        body = None
+    upstream_headers = getattr(exc, "litellm_response_headers", None)
+    if upstream_headers is not None:
+        retry_after = upstream_headers.get("retry-after")
+        if retry_after:
+            headers["Retry-After"] = str(retry_after)
+    message = str(getattr(exc, "message", None) or exc)
+    name = type(exc).__name__
+    if name in ("Timeout", "APITimeoutError") or status == 408:
+        return GatewayError(504, f"the upstream did not answer in time: {message}", type="timeout", headers=headers)
+    if not isinstance(status, int) or status < 400:
+        return GatewayError(502, f"the upstream could not be reached: {message}", type="server_error",
+                            headers=headers)
+    if status in (401, 403):
+        return GatewayError(502, f"the upstream refused the gateway's credentials (the operator's key): {message}",
+                            type="server_error", headers=headers)
+    kind = "rate_limit_error" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+    return GatewayError(status, message, type=kind, headers=headers, body=body)

@@ -1,0 +1,79 @@
+"""HTTP entry point of the gateway: ``POST /v1/chat/completions`` (thin: the work is in
+``chat``). The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from ..api.auth import BearerKey
+from ..models import Project
+from . import chat
+from .body import parse
+from .errors import GatewayError
+
+log = logging.getLogger("dashboard.gateway")
+
+_bearer = BearerKey()
+
+
+def _project(request: HttpRequest) -> Project:
+    found = _bearer(request)
+    if found is None:
+        raise GatewayError(401, "Incorrect API key provided: give a project API key as the bearer token "
+                                "(the OpenAI client's api_key)", code="invalid_api_key",
+                           headers={"WWW-Authenticate": 'Bearer realm="api"'})
+    project = Project.objects.filter(pk=found.pk).first()
+    if project is None:
+        raise GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key")
+    return project
+
+
+def _sse(prep: chat.Prepared, first: dict[str, Any] | None, rest: Iterator[dict[str, Any]]) -> Iterator[bytes]:
+    if first is not None:
+        yield b"data: " + json.dumps(first).encode() + b"\n\n"
+    try:
+        for chunk in rest:
+            yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    except GatewayError as exc:
+        yield b"data: " + json.dumps({"error": exc.error_object()}).encode() + b"\n\n"
+        return
+    except Exception:  # noqa: BLE001 - the stream has started; end it with an error event, never a traceback
+        log.exception("gateway stream of session %s failed", prep.session.pk)
+        yield b"data: " + json.dumps({"error": {"message": "the gateway failed while streaming", "type": "server_error",
+                                                 "param": None, "code": None}}).encode() + b"\n\n"
+        return
+    yield b"data: [DONE]\n\n"
+
+
+@csrf_exempt
+@require_POST
+def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    try:
+        project = _project(request)
+        body = parse(request.body)
+        prep = chat.prepare(project, body, request.headers.get("X-Session-Id"))
+        if not body.stream:
+            response: HttpResponse | StreamingHttpResponse = HttpResponse(
+                json.dumps(chat.complete(prep)), content_type="application/json")
+        else:
+            chunks = chat.stream(prep)
+            # The first chunk is awaited here, so an upstream that fails at once answers
+            # with its own status (what the SDK turns into RateLimitError and the like).
+            first = next(chunks, None)
+            response = StreamingHttpResponse(_sse(prep, first, chunks), content_type="text/event-stream")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+    except GatewayError as exc:
+        return exc.response()
+    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
+        log.exception("gateway request failed")
+        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
+    for key, value in prep.headers.items():
+        response[key] = value
+    return response

@@ -1,0 +1,82 @@
+"""The wire form of a message: what the gateway compares between requests and forwards.
+
+A client sends back the assistant replies it received, but not byte for byte: the OpenAI
+SDK adds null fields, drops ``usage``, and says ``content: null`` where another says "".
+Two messages are the same when their wire forms are: role, content (null and "" alike),
+name, tool calls (id, function name, arguments) and the tool call answered."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from compaction.messages import canonical_json
+
+
+def wire_form(raw: dict[str, Any]) -> dict[str, Any]:
+    """The message as sent to an OpenAI-compatible server: only OpenAI's message fields
+    (whatever else a stored message carries, such as provider usage, stays here)."""
+    out: dict[str, Any] = {"role": raw.get("role")}
+    content = raw.get("content")
+    if content not in (None, ""):
+        out["content"] = content
+    elif raw.get("role") != "assistant" or not raw.get("tool_calls"):
+        out["content"] = ""
+    else:
+        out["content"] = None
+    if raw.get("name"):
+        out["name"] = raw["name"]
+    calls = raw.get("tool_calls") or []
+    if calls:
+        out["tool_calls"] = [{"id": c.get("id"), "type": "function",
+                              "function": {"name": (c.get("function") or {}).get("name"),
+                                           "arguments": (c.get("function") or {}).get("arguments", "")}}
+                             for c in calls]
+    if raw.get("tool_call_id"):
+        out["tool_call_id"] = raw["tool_call_id"]
+    return out
+
+
+def digest(raw: dict[str, Any]) -> str:
+    form = wire_form(raw)
+    if form.get("content") is None:
+        form["content"] = ""
+    return hashlib.sha256(canonical_json(form).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def extend_chain(chain: str, raws: list[dict[str, Any]]) -> list[str]:
+    """The running digest after each of ``raws``, starting from ``chain``."""
+    out = []
+    for raw in raws:
+        chain = hashlib.sha256((chain + digest(raw)).encode("ascii")).hexdigest()
+        out.append(chain)
+    return out
+
+
+def leading_digest(raws: list[dict[str, Any]]) -> str:
+    """Digest of the leading system/developer messages and the first user message: what
+    stays the same while an agent's conversation grows."""
+    lead: list[dict[str, Any]] = []
+    for raw in raws:
+        lead.append(raw)
+        if raw.get("role") not in ("system", "developer"):
+            break
+    return hashlib.sha256("".join(digest(r) for r in lead).encode("ascii")).hexdigest()
+
+
+def broken_pair(raws: list[dict[str, Any]]) -> str | None:
+    """Why the list would be refused upstream for its tool calls, or None: every tool result
+    answers a call made before it, and every call is answered before the next non-tool message."""
+    open_calls: set[str] = set()
+    for i, raw in enumerate(raws):
+        role = raw.get("role")
+        if role == "tool":
+            cid = raw.get("tool_call_id")
+            if cid not in open_calls:
+                return f"message {i} answers tool call {cid!r}, which no earlier message made or which was answered"
+            open_calls.discard(cid)
+            continue
+        if open_calls:
+            return f"message {i} follows tool calls that were not answered ({', '.join(sorted(open_calls))})"
+        for call in raw.get("tool_calls") or []:
+            open_calls.add(call.get("id"))
+    return None
