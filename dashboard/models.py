@@ -4,8 +4,9 @@ A session has two views of its conversation:
 - ``Message`` rows: the full original history, one row per message, append-only, with
   the token count and content hash computed once when the row is written;
 - ``SessionContext``: the live (compacted) context that the next model call gets, stored
-  as one JSON document so reading it is a single row fetch. It changes on append (one
-  item added) and when a compaction run commits (the compacted prefix replaced).
+  as JSON text written whole on import and when a compaction run commits (the compacted
+  prefix replaced), plus ``ContextTail`` rows for the messages appended since (an append
+  adds rows; it never reads or rewrites the texts).
 
 Token totals per category for both views live on the ``Session`` row and are updated on
 write, so trigger checks and listings never recount.
@@ -253,10 +254,14 @@ class StoredMessage(models.Model):
 
 
 class SessionContext(models.Model):
-    """The live context, as two JSON texts (kept as text so an append is a string
-    concatenation and a read is a row fetch, with no parse or re-serialisation):
-    ``items``: compaction.messages.Message.to_dict() of each live message plus its token
-    counts (``"tokens": {"total", "by_category"}``); ``rendered``: the message list to send."""
+    """The live context, as two JSON texts written whole when a session is imported or a
+    compaction commits (kept as text so a read is a row fetch, with no parse or
+    re-serialisation): ``items``: compaction.messages.Message.to_dict() of each live message
+    plus its token counts (``"tokens": {"total", "by_category"}``); ``rendered``: the message
+    list to send. Messages appended since are ``ContextTail`` rows, so an append writes a few
+    small rows whatever the session's length; the live context is the texts, then the tail.
+    ``version`` is the context version the texts were written at; the current version is
+    ``Session.context_version`` (an append bumps only that)."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="context")
     version = models.PositiveIntegerField(default=0)
@@ -272,7 +277,30 @@ class SessionContext(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     def load_items(self) -> list[dict]:
-        return json.loads(self.items)
+        """Every live item: the stored texts' items, then the tail's."""
+        tail = ContextTail.objects.filter(session_id=self.session_id).order_by("position").values_list("item", flat=True)
+        return json.loads(self.items) + [json.loads(t) for t in tail]
+
+    def write_whole(self, items: str, rendered: str, version: int) -> None:
+        """Replace the live context by these texts (the caller holds the session lock): the
+        tail is folded in, so it is deleted."""
+        self.items, self.rendered, self.version = items, rendered, version
+        self.save(update_fields=["items", "rendered", "version", "updated_at"])
+        ContextTail.objects.filter(session_id=self.session_id).delete()
+
+
+class ContextTail(models.Model):
+    """One message appended to the live context after its texts were last written whole:
+    its item and its rendered message as JSON text (``SessionContext`` says what they hold).
+    ``position`` is the message's history position, so the tail reads back in order."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="context_tail")
+    position = models.PositiveIntegerField()
+    item = models.TextField()
+    rendered = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "position"], name="context_tail_position_unique")]
 
 
 class CompactionRun(models.Model):

@@ -3,6 +3,8 @@ stores the request prefix it served; a run forks exactly that prefix (messages a
 and appends one compacting instruction; the run records the request mode and why."""
 from __future__ import annotations
 
+import json
+
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -100,6 +102,7 @@ def test_the_served_prefix_is_written_once_per_context_version(api, small_sessio
     assert not [q for q in again.captured_queries if q["sql"].lstrip().upper().startswith("UPDATE")]
     r = api.post(f"/api/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "and now?"}]})
     assert r.status_code == 201
-    v2 = api.get(f"/api/sessions/{sid}/context").json()["version"]
+    served = api.get(f"/api/sessions/{sid}/context").json()
     ctx = SessionContext.objects.get(session_id=sid)
-    assert v2 > v1 and ctx.served_version == v2 and ctx.served == ctx.rendered
+    assert served["version"] > v1 and ctx.served_version == served["version"]
+    assert json.loads(ctx.served) == served["messages"] and served["messages"][-1]["content"] == "and now?"
