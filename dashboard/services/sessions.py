@@ -36,7 +36,7 @@ from ..models import (
     TriggerKind,
 )
 from . import Conflict, Invalid
-from .archive import store_entry
+from .archive import store_entries
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
 from .runs import pending_run, request_run
@@ -251,8 +251,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                                      for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
         live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
                                               _call_names(imported.messages))
-        for entry in entries:
-            store_entry(entry, session=session)
+        store_entries(entries, session=session)
         if entries:
             live_totals = empty_totals()
             for t in live_tokens:
@@ -308,8 +307,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
                     for k, raw in enumerate(raws)]
         live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
                                               _names_for(locked, raws))
-        for entry in entries:
-            store_entry(entry, session=locked)
+        store_entries(entries, session=locked)
         version = locked.context_version + 1
         _add_to_context(locked, start, live, live_tokens, version)
 
