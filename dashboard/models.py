@@ -33,6 +33,14 @@ from django.utils import timezone
 from compaction import Outcome
 
 
+def splice_json_list(text: str, more: list[str]) -> str:
+    """'[a,b]' and ['c', 'd'] -> '[a,b,c,d]' without parsing any of it."""
+    if not more:
+        return text
+    body = text.rstrip()[:-1].rstrip()
+    return body + ("," if body != "[" else "") + ",".join(more) + "]"
+
+
 def json_safe(value: Any) -> Any:
     """``value`` as plain JSON values (anything unknown becomes its ``str``)."""
     return json.loads(json.dumps(value, default=str))
@@ -269,8 +277,12 @@ class SessionContext(models.Model):
     rendered = models.TextField(default="[]")
     # the message list the context endpoint last served (the prefix of the
     # agent's next model request), for cache-safe summary requests; and its version.
+    # While the texts it was served from are current, it is kept by reference (a GET
+    # writes two numbers, not the list): the texts, then the tail rows below ``served_upto``
+    # (a history position); ``write_whole`` copies it out before it replaces the texts.
     served = models.TextField(blank=True, default="")
     served_version = models.PositiveIntegerField(null=True, blank=True)
+    served_upto = models.PositiveIntegerField(null=True, blank=True)
     # branch summaries: compaction.branches.MemorySummaryStore.to_dict() plus
     # "position" (messages of the history the last refresh looked at).
     branch_summaries = JSONTextField(default=dict)
@@ -281,11 +293,24 @@ class SessionContext(models.Model):
         tail = ContextTail.objects.filter(session_id=self.session_id).order_by("position").values_list("item", flat=True)
         return json.loads(self.items) + [json.loads(t) for t in tail]
 
+    def served_messages(self) -> str:
+        """The message list last served (JSON text), or "" when none was."""
+        if self.served_upto is None:
+            return self.served
+        tail = (ContextTail.objects.filter(session_id=self.session_id, position__lt=self.served_upto)
+                .order_by("position").values_list("rendered", flat=True))
+        return splice_json_list(self.rendered, list(tail))
+
     def write_whole(self, items: str, rendered: str, version: int) -> None:
-        """Replace the live context by these texts (the caller holds the session lock): the
-        tail is folded in, so it is deleted."""
+        """Replace the live context by these texts (the caller holds the session and this
+        row's lock): the tail is folded in, so it is deleted; a served list kept by
+        reference is copied out first."""
+        fields = ["items", "rendered", "version", "updated_at"]
+        if self.served_upto is not None:
+            self.served, self.served_upto = self.served_messages(), None
+            fields += ["served", "served_upto"]
         self.items, self.rendered, self.version = items, rendered, version
-        self.save(update_fields=["items", "rendered", "version", "updated_at"])
+        self.save(update_fields=fields)
         ContextTail.objects.filter(session_id=self.session_id).delete()
 
 

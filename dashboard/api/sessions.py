@@ -153,14 +153,13 @@ def get_context(request, session_id: SessionId):
     found = sel.context_json(request.auth.pk, session_id, stamp)
     if found is None:
         raise NotFound(f"session {session_id} not found")
-    body, version, stamp = found
-    etag = f'"{sel.context_tag(session_id, version)}"'
+    etag = f'"{sel.context_tag(session_id, found.version)}"'
     # what was served is the prefix of the agent's next model request
-    service.record_served(session_id, version, sel.messages_of(body), stamp)
+    service.record_served(session_id, found.version, found.upto, found.stamp)
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
     else:
-        response = HttpResponse(body, content_type="application/json")
+        response = HttpResponse(found.body, content_type="application/json")
     response["ETag"] = etag
     return response
 

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from django.db import connection
 from django.http import Http404
 
 from compaction.windows import resolve_window
 
-from ..models import Session, StoredMessage
+from ..models import Session, StoredMessage, splice_json_list
 from ..services import NotFound
 from ..services.policies import effective_policy
 from ..services.runs import pending_run
@@ -71,11 +72,20 @@ _CONTEXT_SQL = (
     "WHERE t.session_id = %s ORDER BY 1")
 
 # Encoded response bodies of recently read contexts, per process: {session id: ((version,
-# updated_at), body)}. Every read still asks the database for the current version (a small
-# indexed row), so a body is served only while it is current, whichever process wrote.
-_BODIES: OrderedDict[int, tuple[tuple, bytes]] = OrderedDict()
+# updated_at), body, tail bound)}. Every read still asks the database for the current
+# version (a small indexed row), so a body is served only while it is current, whichever
+# process wrote.
+_BODIES: OrderedDict[int, tuple[tuple, bytes, int]] = OrderedDict()
 _BODIES_LOCK = threading.Lock()
 _BODIES_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ContextBody:
+    body: bytes
+    version: int
+    stamp: tuple
+    upto: int  # the body holds the stored texts, then the tail rows below this history position
 
 
 def context_version(project_id: int, session_id: int) -> tuple[int, tuple] | None:
@@ -90,11 +100,11 @@ def context_version(project_id: int, session_id: int) -> tuple[int, tuple] | Non
     return row[0], (row[0], str(row[1]))
 
 
-def context_json(project_id: int, session_id: int, stamp: tuple | None = None) -> tuple[bytes, int, tuple] | None:
-    """The context response body, its version and stamp. This is the hot path of an agent
-    loop (one call per model call): nothing more when the body of the current version
-    (``stamp``, else read here) is cached, else one statement that fetches the stored texts
-    and the tail, spliced as they are (no parse, no re-serialisation)."""
+def context_json(project_id: int, session_id: int, stamp: tuple | None = None) -> ContextBody | None:
+    """The context response body. This is the hot path of an agent loop (one call per
+    model call): nothing more when the body of the current version (``stamp``, else read
+    here) is cached, else one statement that fetches the stored texts and the tail, spliced
+    as they are (no parse, no re-serialisation)."""
     if stamp is None:
         current = context_version(project_id, session_id)
         if current is None:
@@ -104,7 +114,7 @@ def context_json(project_id: int, session_id: int, stamp: tuple | None = None) -
         hit = _BODIES.get(session_id)
         if hit is not None and hit[0] == stamp:
             _BODIES.move_to_end(session_id)
-            return hit[1], stamp[0], stamp
+            return ContextBody(hit[1], stamp[0], stamp, hit[2])
     with connection.cursor() as cur:
         cur.execute(_CONTEXT_SQL, [session_id, project_id, session_id])
         rows = cur.fetchall()
@@ -112,16 +122,18 @@ def context_json(project_id: int, session_id: int, stamp: tuple | None = None) -
         return None
     _, rendered, version, updated_at, tokens, messages, compactions = rows[0]
     stamp = (version, str(updated_at))
-    body = context_head(session_id, version, tokens, messages, compactions) + splice(rendered, [r[1] for r in rows[1:]])
+    upto = rows[-1][0] + 1 if len(rows) > 1 else 0
+    body = context_head(session_id, version, tokens, messages, compactions) + splice_json_list(
+        rendered, [r[1] for r in rows[1:]])
     data = (body + "}").encode("utf-8")
     with _BODIES_LOCK:
-        _BODIES[session_id] = (stamp, data)
+        _BODIES[session_id] = (stamp, data, upto)
         _BODIES.move_to_end(session_id)
-        total = sum(len(b) for _, b in _BODIES.values())
+        total = sum(len(b) for _, b, _ in _BODIES.values())
         while total > _BODIES_MAX_BYTES and len(_BODIES) > 1:
-            _, (_, dropped) = _BODIES.popitem(last=False)
+            _, (_, dropped, _) = _BODIES.popitem(last=False)
             total -= len(dropped)
-    return data, version, stamp
+    return ContextBody(data, version, stamp, upto)
 
 
 def context_head(session_id: int, version: int, tokens: str, messages: int, compactions: int) -> str:
@@ -129,20 +141,6 @@ def context_head(session_id: int, version: int, tokens: str, messages: int, comp
     return (f'{{"session_id":{int(session_id)},"version":{int(version)},'
             f'"tag":"{context_tag(session_id, version)}","tokens":{tokens},'
             f'"message_count":{int(messages)},"compactions":{int(compactions)},"messages":')
-
-
-def splice(rendered: str, tail: list[str]) -> str:
-    """'[a,b]' and ['c', 'd'] -> '[a,b,c,d]' without parsing any of it."""
-    if not tail:
-        return rendered
-    body = rendered.rstrip()[:-1].rstrip()
-    return body + ("," if body != "[" else "") + ",".join(tail) + "]"
-
-
-def messages_of(body: bytes) -> str:
-    """The message list of a context body (its last field)."""
-    text = body.decode("utf-8")
-    return text[text.index('"messages":') + len('"messages":'):-1]
 
 
 def context_tag(session_id: int, version: int) -> str:

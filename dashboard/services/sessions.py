@@ -439,18 +439,19 @@ def served_already(session_id: int, stamp: tuple) -> bool:
     return _SERVED.get(session_id) == stamp
 
 
-def record_served(session_id: int, version: int, messages: str, stamp: tuple | None = None) -> bool:
-    """Remember that GET .../context served version ``version`` as the message list
-    ``messages`` (JSON text, exactly the bytes served): it becomes the session's stored
-    request prefix (``SessionContext.served``), which runs pass to the engine as
-    ``parent_request`` for cache-safe summary requests. One conditional UPDATE, only while
-    the version is still current; skipped when this process already recorded that version."""
+def record_served(session_id: int, version: int, upto: int, stamp: tuple | None = None) -> bool:
+    """Remember that GET .../context served version ``version``: the stored texts, then the
+    tail rows below history position ``upto``. That list becomes the session's stored
+    request prefix (``SessionContext.served_messages``), which runs pass to the engine as
+    ``parent_request`` for cache-safe summary requests. One conditional UPDATE of two
+    numbers (the list is kept by reference), only while the version is still current;
+    skipped when this process already recorded that version."""
     stamp = stamp or (version,)
     if _SERVED.get(session_id) == stamp:
         return False
     updated = (SessionContext.objects.filter(session_id=session_id, session__context_version=version)
                .exclude(served_version=version)
-               .update(served=messages, served_version=version))
+               .update(served="", served_version=version, served_upto=upto))
     if len(_SERVED) >= _SERVED_MAX:
         _SERVED.clear()
     _SERVED[session_id] = stamp

@@ -1,11 +1,12 @@
-"""Archive writes are batched: however many entries a write produces, they go to the
-database in a fixed number of statements inside the write's one transaction."""
+"""A run's writes are batched: however many archive entries a write produces, they go to
+the database in a fixed number of statements inside the write's one transaction; the
+engine's events reach the run page in batches, all of them and in order."""
 from __future__ import annotations
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.models import ArchiveItem, StoredArchiveEntry
+from dashboard.models import ArchiveItem, RunEvent, StoredArchiveEntry
 
 
 def _inserts(queries, table: str) -> int:
@@ -50,3 +51,17 @@ def test_a_compaction_writes_its_archive_entries_in_one_insert(api):
     # every entry read back whole
     for ref in run["archive_refs"]:
         assert api.get(f"/api/archive/{ref}").status_code == 200
+
+
+def test_a_run_with_many_engine_events_records_all_of_them_in_a_few_inserts(api):
+    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(40, chars=20_000),
+                                     "auto_compact": False}).json()["session"]["id"]
+    connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
+    with CaptureQueriesContext(connection) as q:
+        r = api.post(f"/api/sessions/{sid}/compactions", {})
+    queries = list(q.captured_queries)  # read before the next request resets the log
+    run = api.get(r.json()["status_url"]).json()
+    kinds = list(RunEvent.objects.filter(run_id=run["id"]).order_by("id").values_list("kind", flat=True))
+    assert len(kinds) > 40 and kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
+    assert [e["kind"] for e in run["events"]] == kinds
+    assert _inserts(queries, "dashboard_runevent") < len(kinds) / 5

@@ -68,8 +68,9 @@ def claim(run_id: int) -> Claim:
         RunEvent.record(run.pk, "started", {"snapshot_messages": len(items), "context_version": session.context_version,
                                             "delivery": run.deliveries}, run.deliveries)
         parent = None
-        if ctx.served:
-            parent = {"messages": json.loads(ctx.served)}
+        served = ctx.served_messages()
+        if served:
+            parent = {"messages": json.loads(served)}
             if session.tools:
                 parent["tools"] = list(session.tools)
         return Claim("claimed", run, token, items, list(session.tools or []),
