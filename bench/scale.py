@@ -288,10 +288,13 @@ def throughput(args, data: Path, load_ids: list[int]) -> None:
         return
     counts = [int(x) for x in args.workers.split(",")]
     need = args.throughput_runs * len(counts) + len(counts)
-    if len(load_ids) < need:
-        print(f"# throughput: needs {need} loaded sessions, has {len(load_ids)}; skipped", flush=True)
+    # sessions of the loaded set that no run has compacted yet (earlier runs of this part did)
+    pool = list(Session.objects.filter(pk__in=load_ids, compaction_count=0, active_run_id=None)
+                .order_by("id").values_list("id", flat=True))
+    if len(pool) < need:
+        print(f"# throughput: needs {need} uncompacted loaded sessions, has {len(pool)}; skipped "
+              f"(load again without --reuse)", flush=True)
         return
-    pool = list(reversed(load_ids))  # never-compacted sessions from the end of the loaded set
     for n in counts:
         worker = start_worker(env, data / f"worker-throughput-{n}.log", n)
         try:
