@@ -201,6 +201,19 @@ class ArchiveBackend(Protocol):
     def get(self, session_id: str, entry_id: str) -> ArchiveEntry: ...
 
 
+def write_entries(archive: ArchiveBackend, entries: Sequence[ArchiveEntry]) -> None:
+    """Write the entries of one compaction together: a backend with ``write_many`` makes
+    them durable at once (one fsync, one transaction), any other gets them one by one."""
+    if not entries:
+        return
+    write_many = getattr(archive, "write_many", None)
+    if write_many is not None:
+        write_many(list(entries))
+        return
+    for entry in entries:
+        archive.write(entry)
+
+
 class MemoryArchive:
     def __init__(self) -> None:
         self._data: dict[str, list[ArchiveEntry]] = {}
@@ -248,6 +261,20 @@ class FileArchive:
             fh.flush()
             os.fsync(fh.fileno())
         return entry.id
+
+    def write_many(self, entries: Sequence[ArchiveEntry]) -> list[str]:
+        """All entries of one compaction, each session's lines in one write and one fsync."""
+        by_path: dict[Path, list[str]] = {}
+        for entry in entries:
+            line = json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+            by_path.setdefault(self.path(entry.session_id), []).append(line)
+        with self._lock:
+            for path, lines in by_path.items():
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write("".join(lines))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        return [e.id for e in entries]
 
     def entries(self, session_id: str) -> list[ArchiveEntry]:
         p = self.path(session_id)

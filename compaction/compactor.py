@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import tailoring
-from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive
+from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive, write_entries
 from .context import render_messages
 from .cut import NoCut
 from .hooks import resolve as resolve_hooks
@@ -240,12 +240,13 @@ class Compactor:
             done = Compaction({"kind": "tailoring", "fired": True, "reason": "; ".join(tail.result.notes)},
                               ReductionStep(run.messages, run.tokens), (done.reason,))
         outcome = build_outcome(run, done, tail)
-        for entry in done.entries:  # only now, after every step succeeded
-            self.archive.write(entry)
+        # only now, after every step succeeded; all together (one fsync or one transaction)
+        entries = list(done.entries)
         if tail is not None and tail.entry is not None:
-            self.archive.write(tail.entry)
-            if tail.event is not None and on_event is not None:
-                on_event(tail.event)
+            entries.append(tail.entry)
+        write_entries(self.archive, entries)
+        if tail is not None and tail.entry is not None and tail.event is not None and on_event is not None:
+            on_event(tail.event)
         return outcome
 
     def _start(self, messages: list[Any], tools: list[dict[str, Any]] | None, *, force: bool, run_id: str | None,

@@ -4,8 +4,9 @@ A session has two views of its conversation:
 - ``Message`` rows: the full original history, one row per message, append-only, with
   the token count and content hash computed once when the row is written;
 - ``SessionContext``: the live (compacted) context that the next model call gets, stored
-  as one JSON document so reading it is a single row fetch. It changes on append (one
-  item added) and when a compaction run commits (the compacted prefix replaced).
+  as JSON text written whole on import and when a compaction run commits (the compacted
+  prefix replaced), plus ``ContextTail`` rows for the messages appended since (an append
+  adds rows; it never reads or rewrites the texts).
 
 Token totals per category for both views live on the ``Session`` row and are updated on
 write, so trigger checks and listings never recount.
@@ -32,6 +33,14 @@ from django.utils import timezone
 from compaction import Outcome
 
 from .text_repair import repaired
+
+
+def splice_json_list(text: str, more: list[str]) -> str:
+    """'[a,b]' and ['c', 'd'] -> '[a,b,c,d]' without parsing any of it."""
+    if not more:
+        return text
+    body = text.rstrip()[:-1].rstrip()
+    return body + ("," if body != "[" else "") + ",".join(more) + "]"
 
 
 def json_safe(value: Any) -> Any:
@@ -256,10 +265,14 @@ class StoredMessage(models.Model):
 
 
 class SessionContext(models.Model):
-    """The live context, as two JSON texts (kept as text so an append is a string
-    concatenation and a read is a row fetch, with no parse or re-serialisation):
-    ``items``: compaction.messages.Message.to_dict() of each live message plus its token
-    counts (``"tokens": {"total", "by_category"}``); ``rendered``: the message list to send."""
+    """The live context, as two JSON texts written whole when a session is imported or a
+    compaction commits (kept as text so a read is a row fetch, with no parse or
+    re-serialisation): ``items``: compaction.messages.Message.to_dict() of each live message
+    plus its token counts (``"tokens": {"total", "by_category"}``); ``rendered``: the message
+    list to send. Messages appended since are ``ContextTail`` rows, so an append writes a few
+    small rows whatever the session's length; the live context is the texts, then the tail.
+    ``version`` is the context version the texts were written at; the current version is
+    ``Session.context_version`` (an append bumps only that)."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, primary_key=True, related_name="context")
     version = models.PositiveIntegerField(default=0)
@@ -267,15 +280,55 @@ class SessionContext(models.Model):
     rendered = models.TextField(default="[]")
     # the message list the context endpoint last served (the prefix of the
     # agent's next model request), for cache-safe summary requests; and its version.
+    # While the texts it was served from are current, it is kept by reference (a GET
+    # writes two numbers, not the list): the texts, then the tail rows below ``served_upto``
+    # (a history position); ``write_whole`` copies it out before it replaces the texts.
     served = models.TextField(blank=True, default="")
     served_version = models.PositiveIntegerField(null=True, blank=True)
+    served_upto = models.PositiveIntegerField(null=True, blank=True)
     # branch summaries: compaction.branches.MemorySummaryStore.to_dict() plus
     # "position" (messages of the history the last refresh looked at).
     branch_summaries = JSONTextField(default=dict)
     updated_at = models.DateTimeField(auto_now=True)
 
     def load_items(self) -> list[dict]:
-        return repaired(self.items, json.loads(self.items))
+        """Every live item: the stored texts' items, then the tail's."""
+        tail = ContextTail.objects.filter(session_id=self.session_id).order_by("position").values_list("item", flat=True)
+        return repaired(self.items, json.loads(self.items)) + [repaired(t, json.loads(t)) for t in tail]
+
+    def served_messages(self) -> str:
+        """The message list last served (JSON text), or "" when none was."""
+        if self.served_upto is None:
+            return self.served
+        tail = (ContextTail.objects.filter(session_id=self.session_id, position__lt=self.served_upto)
+                .order_by("position").values_list("rendered", flat=True))
+        return splice_json_list(self.rendered, list(tail))
+
+    def write_whole(self, items: str, rendered: str, version: int) -> None:
+        """Replace the live context by these texts (the caller holds the session and this
+        row's lock): the tail is folded in, so it is deleted; a served list kept by
+        reference is copied out first."""
+        fields = ["items", "rendered", "version", "updated_at"]
+        if self.served_upto is not None:
+            self.served, self.served_upto = self.served_messages(), None
+            fields += ["served", "served_upto"]
+        self.items, self.rendered, self.version = items, rendered, version
+        self.save(update_fields=fields)
+        ContextTail.objects.filter(session_id=self.session_id).delete()
+
+
+class ContextTail(models.Model):
+    """One message appended to the live context after its texts were last written whole:
+    its item and its rendered message as JSON text (``SessionContext`` says what they hold).
+    ``position`` is the message's history position, so the tail reads back in order."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="context_tail")
+    position = models.PositiveIntegerField()
+    item = models.TextField()
+    rendered = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "position"], name="context_tail_position_unique")]
 
 
 class CompactionRun(models.Model):

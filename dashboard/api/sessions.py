@@ -159,17 +159,26 @@ def list_messages(request, session_id: SessionId, cursor: Cursor = None, limit: 
 def get_context(request, session_id: SessionId):
     """Messages to send, their tokens per category and a version tag (also the ETag:
     send it back in If-None-Match to get 304 when nothing changed)."""
-    found = sel.context_json(request.auth.pk, session_id)
+    current = sel.context_version(request.auth.pk, session_id)
+    if current is None:
+        raise NotFound(f"session {session_id} not found")
+    version, stamp = current
+    etag = f'"{sel.context_tag(session_id, version)}"'
+    if request.headers.get("If-None-Match") == etag and service.served_already(session_id, stamp):
+        # the client holds this version and it is on record as served: no body is read
+        response = HttpResponse(status=304)
+        response["ETag"] = etag
+        return response
+    found = sel.context_json(request.auth.pk, session_id, stamp)
     if found is None:
         raise NotFound(f"session {session_id} not found")
-    body, version = found
+    etag = f'"{sel.context_tag(session_id, found.version)}"'
     # what was served is the prefix of the agent's next model request
-    service.record_served(session_id, version, (version, sel.context_stamp(session_id)))
-    etag = f'"{sel.context_tag(session_id, version)}"'
+    service.record_served(session_id, found.version, found.upto, found.stamp)
     if request.headers.get("If-None-Match") == etag:
         response = HttpResponse(status=304)
     else:
-        response = HttpResponse(body, content_type="application/json")
+        response = HttpResponse(found.body, content_type="application/json")
     response["ETag"] = etag
     return response
 

@@ -34,21 +34,37 @@ def _session_pk(session_id: str) -> int:
 
 
 def store_entry(entry: ArchiveEntry, *, session: Session | None = None, run_id: int | None = None) -> StoredArchiveEntry:
-    if session is None:
-        session = Session.objects.only("id", "project_id").get(pk=_session_pk(entry.session_id))
-    if StoredArchiveEntry.objects.filter(entry_id=entry.id).exists():
-        raise ArchiveError(f"archive entry {entry.id} already exists")
-    row = StoredArchiveEntry.objects.create(
-        entry_id=entry.id, project_id=session.project_id, session=session, run_id=run_id, kind=entry.kind,
-        note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
-        size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
+    return store_entries([entry], session=session, run_id=run_id)[0]
+
+
+def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None,
+                  run_id: int | None = None) -> list[StoredArchiveEntry]:
+    """Write entries in a fixed number of statements however many there are: one check that
+    no id exists yet, one insert of the entries, inserts of their items in batches. The
+    caller's transaction makes them durable together (one commit per compaction)."""
+    if not entries:
+        return []
+    if session is None:  # the entries of one session
+        session = Session.objects.only("id", "project_id").get(pk=_session_pk(entries[0].session_id))
+    ids = [e.id for e in entries]
+    if len(set(ids)) != len(ids):
+        raise ArchiveError(f"archive entry {next(i for i in ids if ids.count(i) > 1)} written twice")
+    taken = StoredArchiveEntry.objects.filter(entry_id__in=ids).values_list("entry_id", flat=True).first()
+    if taken is not None:
+        raise ArchiveError(f"archive entry {taken} already exists")
+    rows = StoredArchiveEntry.objects.bulk_create([
+        StoredArchiveEntry(
+            entry_id=entry.id, project_id=session.project_id, session=session, run_id=run_id, kind=entry.kind,
+            note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
+            size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
+        for entry in entries], batch_size=500)
     ArchiveItem.objects.bulk_create([
         ArchiveItem(entry=row, index=i, message_id=item.message_id, ordinal=item.ordinal, raw=item.raw,
                     text=search_text(item.raw), tool_call_id=clean_text(item.tool_call_id or ""),
                     tool_name=clean_text(item.tool_name or ""))
-        for i, item in enumerate(entry.items)
+        for row, entry in zip(rows, entries) for i, item in enumerate(entry.items)
     ], batch_size=500)
-    return row
+    return rows
 
 
 def to_engine(row: StoredArchiveEntry, items: list[ArchiveItem] | None = None) -> ArchiveEntry:
@@ -74,6 +90,13 @@ class DjangoArchive:
         with transaction.atomic():
             store_entry(entry)
         return entry.id
+
+    def write_many(self, entries: list[ArchiveEntry]) -> list[str]:
+        """All entries of one compaction in one transaction (compaction.archive.write_entries)."""
+        with transaction.atomic():
+            for session_id in dict.fromkeys(e.session_id for e in entries):
+                store_entries([e for e in entries if e.session_id == session_id])
+        return [e.id for e in entries]
 
     def entries(self, session_id: str) -> list[ArchiveEntry]:
         pk = _session_pk(session_id)
@@ -102,6 +125,9 @@ class BufferedArchive(DjangoArchive):
         self.pending.append(entry)
         return entry.id
 
+    def write_many(self, entries: list[ArchiveEntry]) -> list[str]:
+        return [self.write(e) for e in entries]
+
     def entries(self, session_id: str) -> list[ArchiveEntry]:
         return super().entries(session_id) + [e for e in self.pending if e.session_id == str(session_id)]
 
@@ -112,6 +138,6 @@ class BufferedArchive(DjangoArchive):
         return super().get(session_id, entry_id)
 
     def flush(self, session: Session, run_id: int | None) -> list[StoredArchiveEntry]:
-        rows = [store_entry(e, session=session, run_id=run_id) for e in self.pending]
+        rows = store_entries(self.pending, session=session, run_id=run_id)
         self.pending = []
         return rows

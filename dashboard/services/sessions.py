@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 
 from compaction.context import render_messages
 from compaction.errors import SessionValidationError
@@ -27,6 +27,7 @@ from compaction.triggers import ConditionResult, evaluate
 
 from ..models import (
     CompactionRun,
+    ContextTail,
     Project,
     RunStatus,
     Session,
@@ -35,7 +36,7 @@ from ..models import (
     TriggerKind,
 )
 from . import Conflict, Invalid, pins
-from .archive import store_entry
+from .archive import store_entries
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
 from .runs import pending_run, request_run
@@ -257,8 +258,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                                      for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
         live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
                                               _call_names(imported.messages))
-        for entry in entries:
-            store_entry(entry, session=session)
+        store_entries(entries, session=session)
         if entries:
             live_totals = empty_totals()
             for t in live_tokens:
@@ -308,7 +308,6 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         locked = Session.objects.select_for_update().get(pk=session.pk)
         start = locked.message_count
         _check_pairs(locked, raws, start)
-        ctx = SessionContext.objects.select_for_update().get(session_id=locked.pk)
         stamp = now()
         previous_message_at = locked.last_message_at
         StoredMessage.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
@@ -317,17 +316,9 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
                              for k, raw in enumerate(raws)], pinned or set())
         live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
                                               _names_for(locked, raws))
-        for entry in entries:
-            store_entry(entry, session=locked)
-        ctx.items = _append_json(ctx.items, [_item(m, t) for m, t in zip(live, live_tokens)])
-        if '"injection":"system"' in ctx.items:
-            # A summary merged into the system message: render the whole list again.
-            items = ctx.load_items()
-            ctx.rendered = _dumps(render_messages([Message.from_dict(i) for i in items]))
-        else:
-            ctx.rendered = _append_json(ctx.rendered, [m.raw for m in live])
-        ctx.version += 1
-        ctx.save(update_fields=["items", "rendered", "version", "updated_at"])
+        store_entries(entries, session=locked)
+        version = locked.context_version + 1
+        _add_to_context(locked, start, live, live_tokens, version)
 
         added = empty_totals()
         for t in tokens:
@@ -341,7 +332,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         locked.context_total = locked.context_tokens["total"]
         locked.message_count = start + len(raws)
         locked.context_messages += len(raws)
-        locked.context_version = ctx.version
+        locked.context_version = version
         locked.tokens_since_summary += sum(t.total for t in live_tokens)
         locked.messages_since_summary += len(raws)
         locked.last_message_at = stamp
@@ -353,6 +344,23 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
     return result
 
 
+def _add_to_context(session: Session, start: int, live: list[Message], tokens: list, version: int) -> None:
+    """Add appended messages to the live context: one tail row each, so the cost does not
+    depend on the context's length. A system or developer message is the exception: a summary
+    injected into the system message may move into it, so the whole list is rendered again
+    (rare; the caller holds the session lock)."""
+    items = [_item(m, t) for m, t in zip(live, tokens)]
+    if any(m.role in ("system", "developer") for m in live):
+        ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
+        everything = ctx.load_items() + items
+        ctx.write_whole(_dumps(everything), _dumps(render_messages([Message.from_dict(i) for i in everything])),
+                        version)
+        return
+    ContextTail.objects.bulk_create([
+        ContextTail(session=session, position=start + k, item=_dumps(item), rendered=_dumps(m.raw))
+        for k, (m, item) in enumerate(zip(live, items))], batch_size=500)
+
+
 def _names_for(session: Session, raws: list[dict]) -> dict[str, str]:
     """Tool name of each call a new tool result answers (calls in this batch or earlier)."""
     names = _call_names(raws)
@@ -362,17 +370,6 @@ def _names_for(session: Session, raws: list[dict]) -> dict[str, str]:
         for raw in StoredMessage.objects.filter(session=session, position__in=positions).values_list("raw", flat=True):
             names.update(_call_names([raw]))
     return names
-
-
-def _append_json(text: str, values: list) -> str:
-    """'[a,b]' + [c] -> '[a,b,c]' without parsing the existing text."""
-    extra = _dumps(values)[1:-1]
-    if not extra:
-        return text
-    body = text.rstrip()
-    if body == "[]":
-        return "[" + extra + "]"
-    return body[:-1] + "," + extra + "]"
 
 
 def _check_pairs(session: Session, raws: list[dict], start: int) -> None:
@@ -449,18 +446,24 @@ _SERVED: dict[int, tuple] = {}
 _SERVED_MAX = 100_000
 
 
-def record_served(session_id: int, version: int, stamp: tuple | None = None) -> bool:
-    """Remember that GET .../context served version ``version``: its message list becomes the
-    session's stored request prefix (``SessionContext.served``), which runs pass to the engine
-    as ``parent_request`` for cache-safe summary requests. One conditional UPDATE, copied in
-    SQL from the row (so the stored bytes are exactly those served), and only when the version
-    is still current; skipped when this process already recorded that version."""
+def served_already(session_id: int, stamp: tuple) -> bool:
+    """Whether this process recorded the context version of ``stamp`` as served."""
+    return _SERVED.get(session_id) == stamp
+
+
+def record_served(session_id: int, version: int, upto: int, stamp: tuple | None = None) -> bool:
+    """Remember that GET .../context served version ``version``: the stored texts, then the
+    tail rows below history position ``upto``. That list becomes the session's stored
+    request prefix (``SessionContext.served_messages``), which runs pass to the engine as
+    ``parent_request`` for cache-safe summary requests. One conditional UPDATE of two
+    numbers (the list is kept by reference), only while the version is still current;
+    skipped when this process already recorded that version."""
     stamp = stamp or (version,)
     if _SERVED.get(session_id) == stamp:
         return False
-    updated = (SessionContext.objects.filter(session_id=session_id, version=version)
+    updated = (SessionContext.objects.filter(session_id=session_id, session__context_version=version)
                .exclude(served_version=version)
-               .update(served=models.F("rendered"), served_version=version))
+               .update(served="", served_version=version, served_upto=upto))
     if len(_SERVED) >= _SERVED_MAX:
         _SERVED.clear()
     _SERVED[session_id] = stamp

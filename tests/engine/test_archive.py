@@ -1,6 +1,7 @@
 """Archive backends and replay: originals come back exactly, corruption is detected."""
 import itertools
 import json
+import os
 
 import pytest
 
@@ -11,6 +12,7 @@ from compaction.archive import (
     item_for,
     replay,
 )
+from compaction.compactor import Compactor
 from compaction.errors import ArchiveError
 from compaction.messages import Message, Provenance, canonical_json, wrap_originals
 from tests.engine.helpers import coding_run
@@ -86,3 +88,16 @@ def test_non_ascii_content_round_trips_through_the_file_backend(tmp_path):
     msg = wrap_originals([raw])[0]
     archive.write(ArchiveEntry(next_handle(), "s", "evicted", [item_for(msg)]))
     assert archive.entries("s")[0].items[0].raw == raw
+
+
+def test_one_compaction_makes_all_its_archive_entries_durable_with_one_fsync(tmp_path, monkeypatch):
+    """Counts fsync calls through a wrapper; the real fsync still runs."""
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    archive = FileArchive(tmp_path / "archive")
+    Compactor("default", archive=archive, session_id="s").compact(
+        coding_run(rounds=40, output_chars=20_000), force=True)
+    entries = archive.entries("s")
+    assert len(entries) > 10 and {e.kind for e in entries} == {"offloaded", "evicted"}
+    assert len(calls) == 1

@@ -3,6 +3,8 @@ stores the request prefix it served; a run forks exactly that prefix (messages a
 and appends one compacting instruction; the run records the request mode and why."""
 from __future__ import annotations
 
+import json
+
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -35,7 +37,7 @@ def test_the_summary_request_is_the_served_prefix_byte_for_byte_plus_one_instruc
     sid = setup(api, llm_server, cache_safe=True)
     served = api.get(f"/api/sessions/{sid}/context").json()
     stored = SessionContext.objects.get(session_id=sid)
-    assert stored.served_version == served["version"] and stored.served == stored.rendered
+    assert stored.served_version == served["version"] and json.loads(stored.served_messages()) == served["messages"]
     llm_server.script(ok("## Summary\nThe agent read modules 0 to 7 and reported what each defines."))
     run = force(api, sid)
     assert run["status"] == "succeeded", run["error"]
@@ -100,6 +102,22 @@ def test_the_served_prefix_is_written_once_per_context_version(api, small_sessio
     assert not [q for q in again.captured_queries if q["sql"].lstrip().upper().startswith("UPDATE")]
     r = api.post(f"/api/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "and now?"}]})
     assert r.status_code == 201
-    v2 = api.get(f"/api/sessions/{sid}/context").json()["version"]
+    served = api.get(f"/api/sessions/{sid}/context").json()
     ctx = SessionContext.objects.get(session_id=sid)
-    assert v2 > v1 and ctx.served_version == v2 and ctx.served == ctx.rendered
+    assert served["version"] > v1 and ctx.served_version == served["version"]
+    assert json.loads(ctx.served_messages()) == served["messages"] and served["messages"][-1]["content"] == "and now?"
+
+
+def test_the_served_prefix_is_what_was_served_after_later_appends_and_a_compaction(api, small_session):
+    """The prefix is kept by reference to the stored context; appends after the GET and a
+    compaction that replaces the stored texts leave it exactly what the agent received."""
+    sid = small_session["id"]
+    api.post(f"/api/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "seen"}]})
+    served = api.get(f"/api/sessions/{sid}/context").json()["messages"]
+    api.post(f"/api/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "not seen"}]})
+    assert json.loads(SessionContext.objects.get(session_id=sid).served_messages()) == served
+    r = api.post(f"/api/sessions/{sid}/compactions", {})
+    assert api.get(r.json()["status_url"]).json()["status"] == "succeeded"
+    ctx = SessionContext.objects.get(session_id=sid)
+    assert ctx.served_upto is None and json.loads(ctx.served_messages()) == served
+    assert served[-1]["content"] == "seen"

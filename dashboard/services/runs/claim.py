@@ -62,14 +62,15 @@ def claim(run_id: int) -> Claim:
             return Claim("done", run)
         ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
         items = ctx.load_items()
-        token = run.mark_running(snapshot_messages=len(items), snapshot_version=ctx.version,
+        token = run.mark_running(snapshot_messages=len(items), snapshot_version=session.context_version,
                                  detail={"messages": len(items), "tokens": session.context_total})
         session.hold_run(run.pk)
-        RunEvent.record(run.pk, "started", {"snapshot_messages": len(items), "context_version": ctx.version,
+        RunEvent.record(run.pk, "started", {"snapshot_messages": len(items), "context_version": session.context_version,
                                             "delivery": run.deliveries}, run.deliveries)
         parent = None
-        if ctx.served:
-            parent = {"messages": json.loads(ctx.served)}
+        served = ctx.served_messages()
+        if served:
+            parent = {"messages": json.loads(served)}
             if session.tools:
                 parent["tools"] = list(session.tools)
         return Claim("claimed", run, token, items, list(session.tools or []),

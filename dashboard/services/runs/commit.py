@@ -66,10 +66,9 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outco
         live = _LiveContext.build(outcome, appended, counter, tools_tokens=session.tools_tokens)
         rows = archive.flush(session, locked.pk)
 
-        ctx.items = json.dumps(live.items, separators=(",", ":"))
-        ctx.rendered = json.dumps(render_messages(live.messages), separators=(",", ":"))
-        ctx.version += 1
-        ctx.save(update_fields=["items", "rendered", "version", "updated_at"])
+        ctx.write_whole(json.dumps(live.items, separators=(",", ":")),
+                        json.dumps(render_messages(live.messages), separators=(",", ":")),
+                        session.context_version + 1)
 
         stamp = now()
         _record_compaction(session, live, outcome, ctx.version, stamp)

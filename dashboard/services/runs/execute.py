@@ -63,26 +63,49 @@ class Heartbeat:
 
 
 class Reporter:
-    """Writes engine events as RunEvent rows and progress (step, attempt) on the run."""
+    """Writes engine events as RunEvent rows and progress (step, attempt) on the run.
+
+    Events are written in batches (a reduction step can emit one per message): when the
+    step changes, when EVENT_BATCH are waiting or EVENT_FLUSH_SECONDS have passed, and by
+    ``flush`` before the run's outcome is written, so a finished run has all its events."""
+
+    EVENT_BATCH = 100
+    EVENT_FLUSH_SECONDS = 0.25
 
     def __init__(self, run_id: int, token: str, delivery: int):
         self.run_id, self.token, self.delivery = run_id, token, delivery
         self.attempt = 0
         self.summary_request: dict[str, Any] | None = None
+        self._pending: list[RunEvent] = []
+        self._since = time.monotonic()
 
     def event(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type") or "event")
         if kind == "summary_request" and "filter_key" not in event:
             self.summary_request = event
         try:
-            RunEvent.record(self.run_id, kind, event, self.delivery)
+            self._pending.append(RunEvent(run_id=self.run_id, kind=kind[:50], data=json_safe(event),
+                                          delivery=self.delivery))
             if kind == "generate_summary":
+                self.flush()
                 self.attempt += 1
                 CompactionRun.record_attempt(self.run_id, self.token, self.attempt)
+            elif len(self._pending) >= self.EVENT_BATCH or time.monotonic() - self._since >= self.EVENT_FLUSH_SECONDS:
+                self.flush()
         except Exception:  # noqa: BLE001 - diagnostics must not break a run
             log.warning("could not record event of run %s", self.run_id, exc_info=True)
 
+    def flush(self) -> None:
+        pending, self._pending, self._since = self._pending, [], time.monotonic()
+        if not pending:
+            return
+        try:
+            RunEvent.objects.bulk_create(pending)
+        except Exception:  # noqa: BLE001 - diagnostics must not break a run
+            log.warning("could not record %d events of run %s", len(pending), self.run_id, exc_info=True)
+
     def progress(self, step: str, detail: dict[str, Any]) -> None:
+        self.flush()
         try:
             CompactionRun.record_progress(self.run_id, self.token, step, detail)
         except Exception:  # noqa: BLE001
@@ -118,15 +141,20 @@ def execute(run_id: int) -> RunResult:
                                         on_event=reporter.event, progress=reporter.progress,
                                         last_message_at=c.last_message_at, parent_request=parent)
         except SummaryError as exc:
+            reporter.flush()
             return fail(run, token, str(exc), "summary_error", attempts=[_attempt(a) for a in exc.attempts])
         except SoftTimeLimitExceeded as exc:
+            reporter.flush()
             return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while "
                                     f"compacting ({type(exc).__name__}); the session is unchanged", "time_limit")
         except Exception as exc:  # noqa: BLE001 - any engine fault is recorded on the run
             log.exception("run %s failed", run.pk)
+            reporter.flush()
             return fail(run, token, f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        reporter.flush()
         mode = request_mode(policy, reporter, isinstance(outcome, Outcome) and outcome.summarized, c)
         branches = _refresh_branches(run, c, policy, compactor, reporter, parent)
+        reporter.flush()
         if isinstance(outcome, Skipped):
             return skip(run, token, outcome.reason, outcome.trigger, mode=mode, branches=branches)
         return commit(run, token, c.items, outcome, archive, counter, started, mode=mode, branches=branches)

@@ -1,0 +1,67 @@
+"""A run's writes are batched: however many archive entries a write produces, they go to
+the database in a fixed number of statements inside the write's one transaction; the
+engine's events reach the run page in batches, all of them and in order."""
+from __future__ import annotations
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from dashboard.models import ArchiveItem, RunEvent, StoredArchiveEntry
+
+
+def _inserts(queries, table: str) -> int:
+    return sum(1 for q in queries if q["sql"].lstrip().startswith(f'INSERT INTO "{table}"'))
+
+
+def _big_tool_rounds(n: int, chars: int) -> list[dict]:
+    msgs = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix it."}]
+    for i in range(n):
+        cid = f"c{i}"
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": "cat", "arguments": f'{{"path": "f{i}.py"}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": cid, "content": f"output {i} " + "y" * chars})
+        msgs.append({"role": "assistant", "content": f"Read f{i}.py."})
+    return msgs
+
+
+def test_an_import_that_offloads_many_tool_outputs_writes_its_archive_in_one_insert(api):
+    connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
+    with CaptureQueriesContext(connection) as q:
+        r = api.post("/api/sessions", {"messages": _big_tool_rounds(30, chars=60_000), "auto_compact": False})
+    queries = list(q.captured_queries)  # read before the next request resets the log
+    assert r.status_code == 201, r.content
+    sid = r.json()["session"]["id"]
+    entries = StoredArchiveEntry.objects.filter(session_id=sid)
+    assert entries.count() == 30 and ArchiveItem.objects.filter(entry__session_id=sid).count() == 30
+    assert _inserts(queries, "dashboard_storedarchiveentry") == 1
+    assert _inserts(queries, "dashboard_archiveitem") == 1
+
+
+def test_a_compaction_writes_its_archive_entries_in_one_insert(api):
+    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(40, chars=20_000),
+                                     "auto_compact": False}).json()["session"]["id"]
+    connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
+    with CaptureQueriesContext(connection) as q:
+        r = api.post(f"/api/sessions/{sid}/compactions", {})
+    queries = list(q.captured_queries)  # read before the next request resets the log
+    run = api.get(r.json()["status_url"]).json()
+    assert run["status"] == "succeeded", run
+    assert len(run["archive_refs"]) > 1
+    assert _inserts(queries, "dashboard_storedarchiveentry") == 1
+    # every entry read back whole
+    for ref in run["archive_refs"]:
+        assert api.get(f"/api/archive/{ref}").status_code == 200
+
+
+def test_a_run_with_many_engine_events_records_all_of_them_in_a_few_inserts(api):
+    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(40, chars=20_000),
+                                     "auto_compact": False}).json()["session"]["id"]
+    connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
+    with CaptureQueriesContext(connection) as q:
+        r = api.post(f"/api/sessions/{sid}/compactions", {})
+    queries = list(q.captured_queries)  # read before the next request resets the log
+    run = api.get(r.json()["status_url"]).json()
+    kinds = list(RunEvent.objects.filter(run_id=run["id"]).order_by("id").values_list("kind", flat=True))
+    assert len(kinds) > 40 and kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
+    assert [e["kind"] for e in run["events"]] == kinds
+    assert _inserts(queries, "dashboard_runevent") < len(kinds) / 5
