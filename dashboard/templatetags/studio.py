@@ -12,6 +12,9 @@ from django import template
 
 from compaction.messages import text_of
 
+from ..models import CompactionRun
+from ..selectors.workers import waiting_note
+
 register = template.Library()
 
 #: Characters of one message shown in the transcript before "show all" (keeps pages small).
@@ -166,3 +169,9 @@ def ratio(a: Any, b: Any) -> float | None:
 def jsonpretty(value: Any) -> str:
     """Any JSON-able value indented (policies, events)."""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.simple_tag
+def run_waiting(run: CompactionRun) -> str | None:
+    """"waiting for a worker (none seen for N s) ..." while a queued run has no live worker."""
+    return waiting_note(run)

@@ -198,6 +198,20 @@ class Worker:
     def __init__(self, cmd, env, log: Path):
         self.cmd, self.env, self.log = cmd, env, log
         self.proc: subprocess.Popen | None = None
+        self.name = ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pool_pids(self) -> list[int]:
+        """The pool processes the worker's main process forked (Linux /proc)."""
+        if not self.alive():
+            return []
+        try:
+            text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
 
     def start(self, timeout: float = 90) -> Worker:
         self._fh = open(self.log, "ab")
@@ -245,27 +259,29 @@ class Worker:
 
 @pytest.fixture
 def start_worker(transactional_db, tmp_path, request):
-    """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1) -> Worker.
+    """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1, redis_url=None) -> Worker.
 
     The worker shares this test's database and broker; its runs heartbeat every 0.3 s and
     a run silent for 2 s is treated as lost (so recovery tests finish quickly)."""
     workers: list[Worker] = []
     state: dict = {}
 
-    def start(broker: str = "filesystem", pool: str = "prefork", concurrency: int = 1, **env_extra) -> Worker:
+    def start(broker: str = "filesystem", pool: str = "prefork", concurrency: int = 1, redis_url: str | None = None,
+              **env_extra) -> Worker:
         if "broker" not in state:
             if broker == "redis":
-                require_redis()
-
-                redis.Redis.from_url(REDIS_URL).flushdb()
-                url, opts = REDIS_URL, {"visibility_timeout": 3600, "polling_interval": 0.1}
-                broker_env = {"CELERY_BROKER_URL": REDIS_URL}
+                if redis_url is None:
+                    require_redis()
+                redis_url = redis_url or REDIS_URL
+                redis.Redis.from_url(redis_url).flushdb()
+                url, opts = redis_url, {"visibility_timeout": 3600, "polling_interval": 0.1}
+                broker_env = {"CELERY_BROKER_URL": redis_url}
             else:
                 bdir = tmp_path / "broker"
                 url, opts = "filesystem://", filesystem_transport_options(bdir)
                 broker_env = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
             _use_broker(url, opts)
-            state.update(broker=broker, env=broker_env)
+            state.update(broker=broker, env=broker_env, folder=tmp_path / "broker")
         env = dict(os.environ)
         env.update(state["env"])
         env.update({
@@ -285,6 +301,7 @@ def start_worker(transactional_db, tmp_path, request):
                "--concurrency", str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat",
                "-n", f"test{n}-{os.getpid()}@%h"]
         w = Worker(cmd, env, tmp_path / f"worker{n}.log").start()
+        w.name = f"test{n}-{os.getpid()}@{socket.gethostname()}"
         workers.append(w)
         return w
 
