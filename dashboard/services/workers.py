@@ -56,6 +56,12 @@ def last_seen(*, fresh: bool = False) -> datetime | None:
     return seen
 
 
+def clear_cache() -> None:
+    global _cache
+    with _cache_lock:
+        _cache = (0.0, None)
+
+
 def silent_for(*, fresh: bool = False) -> float | None:
     """Seconds since a worker was last seen when none is alive now (beat within
     WORKER_LIVE_WITHIN); None while one is. ``inf`` when none was ever seen."""

@@ -57,12 +57,15 @@ def require_redis() -> None:
 
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
-    """Runs execute inline unless a test starts a worker; no recovery thread in tests."""
+    """Runs execute inline unless a test starts a worker; no recovery thread in tests. The
+    no-worker fallback is off unless a test turns it on (a run left queued on purpose must
+    not execute in this process later, during another test)."""
 
     # With a settings namespace, Celery reads CELERY_* keys first: set those.
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
     app.conf.CELERY_TASK_EAGER_PROPAGATES = True
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.RUN_NO_WORKER_FALLBACK = "off"
     keys.clear_cache()
     yield
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
