@@ -65,6 +65,7 @@ def test_bad_files_in_the_inbox_are_quarantined_and_the_worker_keeps_running_run
     assert not any(p.name.startswith("0_") for p in inbox.iterdir())
     # The worker reports itself alive to the web side.
     assert WorkerBeat.objects.filter(name=worker.name).exists()
+    worker.kill()  # checked alive; no need to wait for a warm shutdown
 
 
 def test_a_reader_never_sees_a_message_before_it_is_whole(tmp_path):
@@ -94,7 +95,8 @@ def test_a_reader_never_sees_a_message_before_it_is_whole(tmp_path):
     th.start()
     try:
         with Connection("filesystem://", transport=SafeFilesystemTransport, transport_options=opts) as conn:
-            queue = conn.SimpleQueue(QUEUE)
+            # A queue name of its own: kombu keeps declared exchanges process-wide.
+            queue = conn.SimpleQueue(f"whole-{os.getpid()}-{id(opts)}")
             for i in range(published):
                 queue.put({"i": i, "body": body})
             received = [queue.get(timeout=30).payload["i"] for _ in range(published)]
