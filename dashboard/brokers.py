@@ -12,7 +12,8 @@ file it cannot turn into a message into ``bad/``, with a log line, instead of ra
 
 Importing this module makes ``filesystem://`` mean this transport in the importing
 process (settings.py and dashboard/celery.py import it, so every process of the service
-does)."""
+does), unless ``BROKER_FILESYSTEM_TRANSPORT=kombu`` asks for kombu's own (kept only to
+measure one against the other: bench/run_latency.py)."""
 from __future__ import annotations
 
 import logging
@@ -144,6 +145,8 @@ class SafeFilesystemTransport(filesystem.Transport):
 
 def install() -> None:
     """Make ``filesystem://`` resolve to :class:`SafeFilesystemTransport` in this process."""
+    if os.environ.get("BROKER_FILESYSTEM_TRANSPORT", "").strip().lower() == "kombu":
+        return
     kombu.transport.TRANSPORT_ALIASES["filesystem"] = TRANSPORT_PATH
     kombu.transport._transport_cache.pop("filesystem", None)
 
