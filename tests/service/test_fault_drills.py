@@ -158,6 +158,9 @@ def test_a_worker_connection_terminated_mid_commit_writes_nothing_and_the_run_is
                     what="the run to be retried and finish")
     assert done.status == "succeeded", done.error
     assert done.deliveries == 2
+    # Retried at once by the worker that lost its connection, not after a stale heartbeat.
+    requeued = RunEvent.objects.get(run_id=run.pk, kind="requeued")
+    assert "database connection lost" in requeued.data["reason"]
     assert_exactly_once(live_api, [run.pk])
     assert worker.alive(), worker.tail()
     worker.kill()  # checked alive; no need to wait for a warm shutdown

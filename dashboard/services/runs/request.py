@@ -41,8 +41,10 @@ RUN_TASK = "dashboard.run_compaction"
 #   done: already finished; busy: another run holds the session (this one stays queued);
 #   running_elsewhere: another worker executes it; missing: the run or session was deleted;
 #   lost: its claim was taken away before it could commit (nothing written);
+#   requeued: its database connection died mid-way; nothing written, queued again;
 #   succeeded | failed | skipped: the final status this execution wrote.
-RunResult = Literal["done", "busy", "running_elsewhere", "missing", "lost", "succeeded", "failed", "skipped"]
+RunResult = Literal["done", "busy", "running_elsewhere", "missing", "lost", "requeued", "succeeded", "failed",
+                    "skipped"]
 
 
 def pending_run(session: Session, *, forced_only: bool = False) -> CompactionRun | None:
