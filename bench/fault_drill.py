@@ -46,10 +46,14 @@ def session_messages(k: int) -> list[dict]:
 
 
 def pool_pids(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    """Children of every thread of ``pid`` (the pool replaces a dead process from a thread)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
 
 
 def start_worker(env: dict, log: Path, name: str, concurrency: int):
@@ -79,6 +83,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the workers on the way out
 
     data = svc.setup_django(args.data_dir)
     from dashboard.models import CompactionRun, RunEvent, Session, StoredArchiveEntry  # noqa: PLC0415  (needs Django set up: setup_django() runs first)

@@ -207,14 +207,17 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def pool_pids(self) -> list[int]:
-        """The pool processes the worker's main process forked (Linux /proc)."""
+        """The pool processes the worker's main process forked, from any of its threads (the
+        pool replaces a dead process from a thread of its own; Linux /proc)."""
         if not self.alive():
             return []
-        try:
-            text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
-        except OSError:
-            return []
-        return [int(p) for p in text.split()]
+        found = []
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
+            try:
+                found += [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                pass
+        return found
 
     def start(self, timeout: float = 90) -> Worker:
         self._fh = open(self.log, "ab")
