@@ -3,7 +3,7 @@
 check that every run finished exactly once and that no worker (main process) exited.
 
     .venv/bin/python bench/fault_drill.py [--runs 1000] [--sessions 100] [--workers 2]
-        [--concurrency 2] [--kill-every 1.0] [--broker filesystem|redis] [--redis redis://127.0.0.1:6379/6]
+        [--concurrency 2] [--kill-every 5.0] [--broker filesystem|redis] [--redis redis://127.0.0.1:6379/6]
         [--seed 7]
 
 The sessions are 33-message agent sessions, imported before the clock starts; runs are
@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--concurrency", type=int, default=2)
-    ap.add_argument("--kill-every", type=float, default=1.0, help="mean seconds between two pool-process kills")
+    ap.add_argument("--kill-every", type=float, default=5.0, help="mean seconds between two pool-process kills")
     ap.add_argument("--broker", default="filesystem", choices=["filesystem", "redis"])
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     ap.add_argument("--seed", type=int, default=7)
