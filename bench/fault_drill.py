@@ -11,10 +11,13 @@ requested as the API's force does (a queued CompactionRun, its task sent on comm
 once, round-robin over the sessions. Offline extractive summarizer. Workers run with a fast
 heartbeat (0.5 s, stale after 3 s) and RUN_MAX_DELIVERIES=50, so a run killed several times
 is retried rather than failed. A throw-away SQLite data dir unless DATABASE_URL is set.
+When no run finishes for --stall-after seconds (Celery workers can stop taking messages
+after pool processes were SIGKILLed), the workers are restarted and the stall is counted;
+workers_alive then counts the workers of the last generation.
 Output:
 
     # setup: ...
-    runs=<n> sessions=<n> workers=<n>x<c> broker=<name> kills=<n> wall_s=<float> runs_per_s=<float>
+    runs=<n> sessions=<n> workers=<n>x<c> broker=<name> kills=<n> stalls=<n> wall_s=<float> runs_per_s=<float>
     succeeded=<n> skipped=<n> failed=<n> unfinished=<n> redelivered=<n> max_deliveries=<n>
     exactly_once=<yes|NO: ...> workers_alive=<n>/<n> archive_consistent=<yes|NO: ...>
 Prints figures only.
@@ -81,6 +84,8 @@ def main() -> None:
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/6")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--stall-after", type=float, default=60.0,
+                    help="no run finished for this long: the workers are restarted (counted as a stall)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the workers on the way out
@@ -114,11 +119,26 @@ def main() -> None:
         run_ids = [request_run(sessions[i % len(sessions)], reason=f"drill {i}").pk for i in range(args.runs)]
         print(f"# {len(run_ids)} runs requested in {time.perf_counter() - t0:.1f} s", flush=True)
         kills, next_kill, last_report = 0, time.perf_counter() + rng.expovariate(1 / args.kill_every), 0.0
+        stalls, last_left, last_change = 0, -1, time.perf_counter()
         while True:
             now = time.perf_counter()
             left = CompactionRun.objects.filter(pk__in=run_ids).exclude(status__in=FINAL).count()
             if not left or now - t0 > args.timeout:
                 break
+            if left != last_left:
+                last_left, last_change = left, now
+            elif now - last_change > args.stall_after:
+                # No run finished for a while although the workers are up: their consumers
+                # stopped taking messages. Restart the workers (counted) and go on.
+                stalls += 1
+                print(f"# t={now - t0:.0f}s stall: {left} runs left, none finished for {args.stall_after:.0f} s; "
+                      f"restarting the workers", flush=True)
+                for i, w in enumerate(workers):
+                    svc.stop(w)
+                    workers[i] = start_worker(env, data / f"drill-worker{i}-r{stalls}.log", f"drill{i}@%h",
+                                              args.concurrency)
+                last_change = time.perf_counter()
+                continue
             if now >= next_kill:
                 pids = [p for w in workers if w.poll() is None for p in pool_pids(w.pid)]
                 if pids:
@@ -152,7 +172,8 @@ def main() -> None:
                                 f"{len(stored)} archive entries for {len(refs)} refs")
         alive = sum(w.poll() is None for w in workers)
         print(f"runs={len(run_ids)} sessions={len(sessions)} workers={args.workers}x{args.concurrency} "
-              f"broker={args.broker} kills={kills} wall_s={wall:.1f} runs_per_s={len(run_ids) / wall:.2f}")
+              f"broker={args.broker} kills={kills} stalls={stalls} wall_s={wall:.1f} "
+              f"runs_per_s={len(run_ids) / wall:.2f}")
         print(f"succeeded={statuses['succeeded']} skipped={statuses['skipped']} failed={statuses['failed']} "
               f"unfinished={sum(v for k, v in statuses.items() if k not in FINAL)} "
               f"redelivered={sum(r.deliveries > 1 for r in runs)} max_deliveries={max(r.deliveries for r in runs)}")

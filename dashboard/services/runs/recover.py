@@ -1,5 +1,7 @@
 """Recovering runs whose worker died: :func:`recover` queues them again (or fails them
-after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost.
+after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost;
+:func:`requeue_now` is the same for an execution that knows it cannot finish (its database
+connection died), without waiting for its heartbeat to go stale.
 
 Each worker runs the recovery loop in a background thread (started on worker_ready):
 every RUN_RECOVERY_INTERVAL seconds it calls :func:`recover` and prunes the filesystem
