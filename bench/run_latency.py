@@ -1,8 +1,12 @@
 """Forced compaction run on a 500-message session, enqueue -> done, through a real worker
-process, on the filesystem broker and on Redis.
+process, on the embedded filesystem broker, on kombu's own filesystem transport (which the
+embedded broker replaced) and on Redis.
 
-    .venv/bin/python bench/run_latency.py [--runs 20] [--brokers filesystem,redis]
+    .venv/bin/python bench/run_latency.py [--runs 20] [--brokers kombu-filesystem,filesystem,redis]
                                           [--redis redis://127.0.0.1:6379/3]
+
+One worker per broker is started first; then the brokers take turns, one run each per round,
+so that all of them run under the same machine load (the first round is a warm-up).
 
 Each run gets a freshly imported 500-message session (import not timed), is requested as
 the API does (a queued CompactionRun, the task sent when the transaction commits) and is
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _service as svc  # noqa: E402  (puts the repository on sys.path)
 
 from dashboard.brokers import filesystem_transport_options  # noqa: E402
-from dashboard.celery import use_broker  # noqa: E402
+from dashboard.celery import app, use_broker  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -76,7 +80,8 @@ def one_run(project, messages) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--brokers", default="filesystem,redis")
+    ap.add_argument("--brokers", default="kombu-filesystem,filesystem,redis",
+                    help="kombu-filesystem: kombu's own filesystem transport (what the embedded broker was)")
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/3")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
@@ -86,36 +91,51 @@ def main() -> None:
     messages = svc.messages_500()
     print(f"# session: {len(messages)} messages; offline extractive summarizer; runs per broker: {args.runs}",
           flush=True)
-    for broker in args.brokers.split(","):
-        if broker == "redis":
-            u = urlparse(args.redis)
-            try:
-                socket.create_connection((u.hostname, u.port or 6379), timeout=1).close()
-            except OSError:
-                print(f"# redis: {args.redis} unreachable, skipped", flush=True)
-                continue
-            redis.Redis.from_url(args.redis).flushdb()
-            url, opts, extra = args.redis, {"visibility_timeout": 3600, "polling_interval": 0.1}, {
-                "CELERY_BROKER_URL": args.redis}
-        else:
-            bdir = data / f"broker-{int(time.time())}"
-            url, opts = "filesystem://", filesystem_transport_options(bdir)
-            extra = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
-        use_broker(url, opts)
-        worker = start_worker(svc.child_env(**extra), data / f"worker-{broker}.log")
-        try:
-            one_run(project, messages)  # warm-up: first summary in a fresh pool process
-            walls, dbs = [], []
-            for _ in range(args.runs):
+    # One worker per broker, all started first; then the runs take turns (one run on each
+    # broker, then the next round), so every broker sees the same machine load.
+    setups = {}
+    try:
+        for broker in args.brokers.split(","):
+            transport = None
+            if broker == "redis":
+                u = urlparse(args.redis)
+                try:
+                    socket.create_connection((u.hostname, u.port or 6379), timeout=1).close()
+                except OSError:
+                    print(f"# redis: {args.redis} unreachable, skipped", flush=True)
+                    continue
+                redis.Redis.from_url(args.redis).flushdb()
+                url, opts, extra = args.redis, {"visibility_timeout": 3600, "polling_interval": 0.1}, {
+                    "CELERY_BROKER_URL": args.redis}
+            elif broker in ("filesystem", "kombu-filesystem"):
+                bdir = data / f"broker-{broker}-{int(time.time())}"
+                url, opts = "filesystem://", filesystem_transport_options(bdir)
+                extra = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
+                if broker == "kombu-filesystem":  # kombu's own transport, on both sides
+                    transport = "kombu.transport.filesystem:Transport"
+                    extra["BROKER_FILESYSTEM_TRANSPORT"] = "kombu"
+            else:
+                raise SystemExit(f"unknown broker {broker!r}")
+            worker = start_worker(svc.child_env(**extra), data / f"worker-{broker}.log")
+            setups[broker] = (url, opts, transport, worker)
+        walls: dict[str, list[float]] = {b: [] for b in setups}
+        dbs: dict[str, list[float]] = {b: [] for b in setups}
+        for round_ in range(args.runs + 1):
+            for broker, (url, opts, transport, _worker) in setups.items():
+                use_broker(url, opts)
+                app.conf.CELERY_BROKER_TRANSPORT = transport
                 wall, db = one_run(project, messages)
-                walls.append(wall)
-                dbs.append(db)
-            print(f"broker={broker} runs={len(walls)} p50_ms={statistics.median(walls):.0f} "
-                  f"p95_ms={pct(walls, 0.95):.0f} max_ms={max(walls):.0f}   "
-                  f"db_p50_ms={statistics.median(dbs):.0f} db_p95_ms={pct(dbs, 0.95):.0f}", flush=True)
-        finally:
+                if round_:  # round 0 warms up: the first summary in a fresh pool process
+                    walls[broker].append(wall)
+                    dbs[broker].append(db)
+        for broker in setups:
+            w, d = walls[broker], dbs[broker]
+            print(f"broker={broker} runs={len(w)} p50_ms={statistics.median(w):.0f} "
+                  f"p95_ms={pct(w, 0.95):.0f} max_ms={max(w):.0f}   "
+                  f"db_p50_ms={statistics.median(d):.0f} db_p95_ms={pct(d, 0.95):.0f}", flush=True)
+    finally:
+        for _url, _opts, _transport, worker in setups.values():
             svc.stop(worker)
-
 
 if __name__ == "__main__":
     main()

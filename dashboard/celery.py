@@ -4,7 +4,8 @@ Workers: ``celery -A dashboard worker -l info`` on any machine that reaches the 
 and the broker. Each worker also runs the recovery loop (runs whose worker died are
 queued again; started from dashboard/tasks.py), so no beat process is needed.
 
-This module imports nothing else of the project: the services use the app to send tasks.
+This module imports nothing else of the project but dashboard.brokers (which makes
+``filesystem://`` the hardened embedded broker): the services use the app to send tasks.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import kombu.pools
 from celery import Celery, signals
 from django.conf import settings
 
+from .brokers import install as install_safe_filesystem_broker
+
+install_safe_filesystem_broker()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 app = Celery("dashboard")

@@ -671,3 +671,17 @@ class GatewaySession(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project", "identity", "-id"], name="gateway_identity")]
+
+
+class WorkerBeat(models.Model):
+    """A Celery worker that is (or was) alive: its main process writes ``seen_at`` every
+    WORKER_HEARTBEAT_INTERVAL seconds and deletes its row on a clean shutdown. The web side
+    reads it to tell a run that waits for a worker from one that waits its turn."""
+
+    name = models.CharField(max_length=255, unique=True, help_text="Celery node name (worker@host).")
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return self.name

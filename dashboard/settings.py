@@ -288,9 +288,11 @@ RUN_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT", 600)
 RUN_TIME_LIMIT = env_int("RUN_TIME_LIMIT", 660)
 # A running run writes a heartbeat this often; one silent for RUN_STALE_AFTER seconds
 # belongs to a dead worker and is queued again (at most RUN_MAX_DELIVERIES executions).
-RUN_HEARTBEAT_INTERVAL = env_float("RUN_HEARTBEAT_INTERVAL", 5.0)
-RUN_STALE_AFTER = env_float("RUN_STALE_AFTER", 60.0)
-RUN_RECOVERY_INTERVAL = env_float("RUN_RECOVERY_INTERVAL", 15.0)
+# Every worker checks every RUN_RECOVERY_INTERVAL seconds, so a dead run is noticed within
+# RUN_STALE_AFTER + RUN_RECOVERY_INTERVAL (13 s with the defaults).
+RUN_HEARTBEAT_INTERVAL = env_float("RUN_HEARTBEAT_INTERVAL", 2.0)
+RUN_STALE_AFTER = env_float("RUN_STALE_AFTER", 10.0)
+RUN_RECOVERY_INTERVAL = env_float("RUN_RECOVERY_INTERVAL", 3.0)
 RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)
 # A queued run whose session is idle and whose task was sent this long ago is sent again
 # (its message may be lost: the filesystem broker drops what a killed worker had reserved).
@@ -300,6 +302,16 @@ RUN_RESEND_AFTER = env_float("RUN_RESEND_AFTER", 300.0)
 # is retried RUN_ENQUEUE_RETRIES times (0.2-0.5 s apart) before falling back.
 RUN_QUEUE_MAX = env_int("RUN_QUEUE_MAX", 0)
 RUN_ENQUEUE_RETRIES = env_int("RUN_ENQUEUE_RETRIES", 2)
+# Worker liveness: each worker's main process beats every WORKER_HEARTBEAT_INTERVAL seconds
+# (a WorkerBeat row); none beat within WORKER_LIVE_WITHIN seconds = no live worker. A run
+# queued then shows "waiting for a worker", and after RUN_NO_WORKER_WAIT seconds executes in
+# the process that queued it (RUN_NO_WORKER_FALLBACK=inline) or keeps waiting, saying so (off).
+WORKER_HEARTBEAT_INTERVAL = env_float("WORKER_HEARTBEAT_INTERVAL", 2.0)
+WORKER_LIVE_WITHIN = env_float("WORKER_LIVE_WITHIN", 10.0)
+RUN_NO_WORKER_WAIT = env_float("RUN_NO_WORKER_WAIT", 20.0)
+RUN_NO_WORKER_FALLBACK = os.environ.get("RUN_NO_WORKER_FALLBACK", "inline").strip().lower() or "inline"
+if RUN_NO_WORKER_FALLBACK not in ("inline", "off"):
+    raise ImproperlyConfigured(f"RUN_NO_WORKER_FALLBACK must be 'inline' or 'off', not {RUN_NO_WORKER_FALLBACK!r}")
 # Per-project limits on API requests that queue work: "60/min" (also /s, /sec, /h, /hour),
 # empty = no limit. Counted in the database, so every web process shares them.
 FORCE_RATE_LIMIT = os.environ.get("FORCE_RATE_LIMIT", "").strip()

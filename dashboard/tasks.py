@@ -4,6 +4,8 @@ Every process imports this module once Django is ready (DashboardConfig.ready), 
 tasks are registered wherever runs are enqueued; the services address them by name."""
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 from celery import shared_task, signals
@@ -18,6 +20,9 @@ from .services.runs import (
     start_recovery_loop,
     stop_recovery_loop,
 )
+from .services.workers import BeatLoop
+
+_beat: BeatLoop | None = None
 
 
 @shared_task(name=RUN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
@@ -36,9 +41,14 @@ def recover_runs() -> RecoveryCounts:
 
 @signals.worker_ready.connect
 def _start_recovery(sender: Any = None, **_: Any) -> None:
+    global _beat
     start_recovery_loop()
+    name = getattr(sender, "hostname", None) or f"worker@{socket.gethostname()}:{os.getpid()}"
+    _beat = BeatLoop(str(name)).start()
 
 
 @signals.worker_shutdown.connect
 def _stop_recovery(**_: Any) -> None:
     stop_recovery_loop()
+    if _beat is not None:
+        _beat.stop()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """What `make run` runs: migrate, create the demo project (prints its API key and a login),
 import the demo sessions, then serve http://127.0.0.1:8000 and run a Celery worker on the
-embedded filesystem broker. Ctrl-C stops both.
+embedded filesystem broker. Ctrl-C stops both. A worker that exits is restarted (with a
+back-off and a log line, scripts/supervisor.py); the web server keeps serving meanwhile.
 
     python scripts/run_dev.py [--port 8000] [--no-import] [--workers 2]
 
@@ -16,8 +17,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from supervisor import Child, Supervisor
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,50 +48,20 @@ def main() -> int:
     step(manage + ["migrate", "--noinput", "-v", "0"])
     step(manage + ["load_demo"] + (["--no-import"] if args.no_import else []))
 
-    procs: list[tuple[str, subprocess.Popen]] = []
-    web = subprocess.Popen(manage + ["runserver", f"{args.host}:{args.port}", "--noreload"], cwd=REPO, env=env,
-                           start_new_session=True)
-    procs.append(("web", web))
-    worker = subprocess.Popen([py, "-m", "celery", "-A", "dashboard", "worker", "-l", "info",
-                               "--concurrency", str(args.workers), "--without-mingle", "--without-gossip"],
-                              cwd=REPO, env=env, start_new_session=True)
-    procs.append(("worker", worker))
+    web = Child("web", manage + ["runserver", f"{args.host}:{args.port}", "--noreload"], env=env, cwd=str(REPO))
+    worker = Child("worker", [py, "-m", "celery", "-A", "dashboard", "worker", "-l", "info",
+                              "--concurrency", str(args.workers), "--without-mingle", "--without-gossip"],
+                   restart=True, env=env, cwd=str(REPO))
+    supervisor = Supervisor([web, worker])
     print(f"\nServing http://{args.host}:{args.port}/  (API docs: /api/docs). Ctrl-C stops the server and the worker.\n",
           flush=True)
 
-    stopping = False
-
-    def stop(*_):
-        nonlocal stopping
-        if stopping:
-            return
-        stopping = True
-        for _name, p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)  # runserver exits; the worker finishes its current task
-        deadline = time.monotonic() + 30
-        for _name, p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+    def stop(*_: object) -> None:
+        supervisor.request_stop()  # the loop in run() then stops the children
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    code = 0
-    try:
-        while not stopping:
-            for name, p in procs:
-                if p.poll() is not None:
-                    print(f"{name} exited with {p.returncode}; stopping", file=sys.stderr, flush=True)
-                    code = p.returncode or 1
-                    stop()
-                    break
-            time.sleep(0.3)
-    finally:
-        stop()
-    return code
+    return supervisor.run()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from ..models import (
 )
 from ..selectors.policies import policy_warnings
 from ..selectors.sessions import session_detail
+from ..selectors.workers import waiting_note
 
 
 def session_out(s: Session) -> dict:
@@ -71,7 +72,7 @@ def run_out(r: CompactionRun) -> dict:
         "error": r.error, "error_kind": r.error_kind, "archive_refs": r.archive_refs or [],
         "filter_key": r.filter_key or None, "inline": r.inline, "inline_reason": r.inline_reason,
         "request_mode": r.request_mode or None, "request_mode_reason": r.request_mode_reason,
-        "url": f"/api/runs/{r.pk}",
+        "waiting": waiting_note(r), "url": f"/api/runs/{r.pk}",
     }
 
 

@@ -248,6 +248,9 @@ class RunOut(Schema):
     inline_reason: str = Field("", description="Why it could not be enqueued.")
     request_mode: str | None = Field(None, description="Summary request: cache_safe or standalone (null: none sent).")
     request_mode_reason: str = Field("", description="Why that request mode.")
+    waiting: str | None = Field(None, description=(
+        "Set while the run is queued and no worker is alive: \"waiting for a worker (none seen for N s)\" and "
+        "what happens next (RUN_NO_WORKER_WAIT, RUN_NO_WORKER_FALLBACK)."))
     url: str
 
 

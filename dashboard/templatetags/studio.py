@@ -12,6 +12,9 @@ from django import template
 
 from compaction.messages import text_of
 
+from ..models import CompactionRun
+from ..selectors.workers import waiting_note
+
 register = template.Library()
 
 #: Characters of one message shown in the transcript before "show all" (keeps pages small).
@@ -179,3 +182,9 @@ def duration_words(value: Any) -> str:
     if secs and not hours:
         parts.append(f"{secs} second{'' if secs == 1 else 's'}")
     return " ".join(parts) or "0 seconds"
+
+
+@register.simple_tag
+def run_waiting(run: CompactionRun) -> str | None:
+    """"waiting for a worker (none seen for N s) ..." while a queued run has no live worker."""
+    return waiting_note(run)

@@ -57,12 +57,15 @@ def require_redis() -> None:
 
 @pytest.fixture(autouse=True)
 def _eager_celery(settings):
-    """Runs execute inline unless a test starts a worker; no recovery thread in tests."""
+    """Runs execute inline unless a test starts a worker; no recovery thread in tests. The
+    no-worker fallback is off unless a test turns it on (a run left queued on purpose must
+    not execute in this process later, during another test)."""
 
     # With a settings namespace, Celery reads CELERY_* keys first: set those.
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
     app.conf.CELERY_TASK_EAGER_PROPAGATES = True
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.RUN_NO_WORKER_FALLBACK = "off"
     keys.clear_cache()
     yield
     app.conf.CELERY_TASK_ALWAYS_EAGER = True
@@ -198,6 +201,23 @@ class Worker:
     def __init__(self, cmd, env, log: Path):
         self.cmd, self.env, self.log = cmd, env, log
         self.proc: subprocess.Popen | None = None
+        self.name = ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pool_pids(self) -> list[int]:
+        """The pool processes the worker's main process forked, from any of its threads (the
+        pool replaces a dead process from a thread of its own; Linux /proc)."""
+        if not self.alive():
+            return []
+        found = []
+        for task in Path(f"/proc/{self.proc.pid}/task").glob("*"):
+            try:
+                found += [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                pass
+        return found
 
     def start(self, timeout: float = 90) -> Worker:
         self._fh = open(self.log, "ab")
@@ -245,27 +265,29 @@ class Worker:
 
 @pytest.fixture
 def start_worker(transactional_db, tmp_path, request):
-    """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1) -> Worker.
+    """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1, redis_url=None) -> Worker.
 
     The worker shares this test's database and broker; its runs heartbeat every 0.3 s and
     a run silent for 2 s is treated as lost (so recovery tests finish quickly)."""
     workers: list[Worker] = []
     state: dict = {}
 
-    def start(broker: str = "filesystem", pool: str = "prefork", concurrency: int = 1, **env_extra) -> Worker:
+    def start(broker: str = "filesystem", pool: str = "prefork", concurrency: int = 1, redis_url: str | None = None,
+              **env_extra) -> Worker:
         if "broker" not in state:
             if broker == "redis":
-                require_redis()
-
-                redis.Redis.from_url(REDIS_URL).flushdb()
-                url, opts = REDIS_URL, {"visibility_timeout": 3600, "polling_interval": 0.1}
-                broker_env = {"CELERY_BROKER_URL": REDIS_URL}
+                if redis_url is None:
+                    require_redis()
+                redis_url = redis_url or REDIS_URL
+                redis.Redis.from_url(redis_url).flushdb()
+                url, opts = redis_url, {"visibility_timeout": 3600, "polling_interval": 0.1}
+                broker_env = {"CELERY_BROKER_URL": redis_url}
             else:
                 bdir = tmp_path / "broker"
                 url, opts = "filesystem://", filesystem_transport_options(bdir)
                 broker_env = {"CELERY_BROKER_URL": "filesystem://", "BROKER_DIR": str(bdir)}
             _use_broker(url, opts)
-            state.update(broker=broker, env=broker_env)
+            state.update(broker=broker, env=broker_env, folder=tmp_path / "broker")
         env = dict(os.environ)
         env.update(state["env"])
         env.update({
@@ -285,6 +307,7 @@ def start_worker(transactional_db, tmp_path, request):
                "--concurrency", str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat",
                "-n", f"test{n}-{os.getpid()}@%h"]
         w = Worker(cmd, env, tmp_path / f"worker{n}.log").start()
+        w.name = f"test{n}-{os.getpid()}@{socket.gethostname()}"
         workers.append(w)
         return w
 

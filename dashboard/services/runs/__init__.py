@@ -20,7 +20,8 @@ Lock order everywhere: Session, then CompactionRun, then SessionContext.
 
 Modules, in dependency order: ``request`` (create, enqueue, the inline fallback),
 ``commit`` (write the outcome), ``claim``, ``execute`` (heartbeat, the engine, events),
-``recover`` (runs whose worker died). The Celery task (dashboard.tasks) calls ``execute``;
+``recover`` (runs whose worker died), ``no_worker`` (runs queued while no worker is
+alive wait, then execute inline). The Celery task (dashboard.tasks) calls ``execute``;
 these modules reach it only by its name, through the Celery app.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
 from compaction.errors import SummaryError
@@ -23,6 +23,7 @@ from ..archive import BufferedArchive
 from ..common import counter_for
 from .claim import Claim, claim
 from .commit import commit, fail, skip
+from .recover import requeue_now
 from .request import RunResult, is_eager
 
 log = logging.getLogger("dashboard.runs")
@@ -161,6 +162,23 @@ def execute(run_id: int) -> RunResult:
     except SoftTimeLimitExceeded:
         return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while saving; "
                                 "the session is unchanged", "time_limit")
+    except (OperationalError, InterfaceError) as exc:
+        # The database connection died (server restarted, connection terminated) while the
+        # outcome was being written: its transaction rolled back, so nothing was written.
+        # Queue the run again on a new connection; if that fails too, the recovery loop
+        # does it once the heartbeat is stale.
+        log.warning("run %s: database connection lost (%s: %s); nothing written, queueing it again",
+                    run.pk, type(exc).__name__, exc)
+        heartbeat.stop()
+        connection.close()
+        try:
+            if requeue_now(run.session_id, run.pk, token,
+                           f"database connection lost during the run ({type(exc).__name__}); nothing was written"):
+                return "requeued"
+        except (OperationalError, InterfaceError):
+            log.warning("run %s: could not queue it again now; the recovery loop will", run.pk, exc_info=True)
+            connection.close()
+        raise
     finally:
         heartbeat.stop()
 

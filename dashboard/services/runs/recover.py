@@ -1,5 +1,7 @@
 """Recovering runs whose worker died: :func:`recover` queues them again (or fails them
-after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost.
+after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost;
+:func:`requeue_now` is the same for an execution that knows it cannot finish (its database
+connection died), without waiting for its heartbeat to go stale.
 
 Each worker runs the recovery loop in a background thread (started on worker_ready):
 every RUN_RECOVERY_INTERVAL seconds it calls :func:`recover` and prunes the filesystem
@@ -75,6 +77,25 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
         if status != RunStatus.RUNNING:
             Session.release_stale_slot(held.pk, holder)
     return counts
+
+def requeue_now(session_id: int, run_id: int, token: str, reason: str) -> bool:
+    """Queue again, at once, a run whose execution (holding ``token``) cannot finish but knows
+    it (its database connection died mid-commit): no need to wait for its heartbeat to go
+    stale. Returns False when the run moved on meanwhile, or after RUN_MAX_DELIVERIES
+    executions (the recovery loop then fails it as usual)."""
+    with transaction.atomic():
+        session = Session.objects.select_for_update().filter(pk=session_id).first()
+        run = CompactionRun.objects.select_for_update().filter(pk=run_id).first()
+        if session is None or run is None or not run.holds_claim(token):
+            return False
+        if run.deliveries >= settings.RUN_MAX_DELIVERIES:
+            return False
+        run.requeue()
+        session.release_run(run.pk)
+        RunEvent.record(run.pk, "requeued", {"reason": reason, "delivery": run.deliveries}, run.deliveries)
+        transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+    return True
+
 
 _thread: threading.Thread | None = None
 _stop = threading.Event()

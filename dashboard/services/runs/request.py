@@ -19,7 +19,7 @@ from compaction.messages import canonical_json
 
 from ...celery import app as celery_app
 from ...models import CompactionRun, RunEvent, RunStatus, Session, StoredPolicy, TriggerKind
-from .. import Conflict, Invalid, NotFound
+from .. import Conflict, Invalid, NotFound, workers
 from ..branches import clean_key
 from ..common import now
 from ..policies import (
@@ -29,6 +29,7 @@ from ..policies import (
     effective_policy,
     policy_invalid,
 )
+from . import no_worker
 
 log = logging.getLogger("dashboard.runs")
 
@@ -40,8 +41,10 @@ RUN_TASK = "dashboard.run_compaction"
 #   done: already finished; busy: another run holds the session (this one stays queued);
 #   running_elsewhere: another worker executes it; missing: the run or session was deleted;
 #   lost: its claim was taken away before it could commit (nothing written);
+#   requeued: its database connection died mid-way; nothing written, queued again;
 #   succeeded | failed | skipped: the final status this execution wrote.
-RunResult = Literal["done", "busy", "running_elsewhere", "missing", "lost", "succeeded", "failed", "skipped"]
+RunResult = Literal["done", "busy", "running_elsewhere", "missing", "lost", "requeued", "succeeded", "failed",
+                    "skipped"]
 
 
 def pending_run(session: Session, *, forced_only: bool = False) -> CompactionRun | None:
@@ -181,13 +184,23 @@ def _check_queue_room(run_id: int) -> None:
 
 def enqueue(run_id: int, task_id: str) -> None:
     """Send the run's task; when that fails (broker unreachable, queue full) execute the run
-    here and now instead, recorded the same way (run row, events) plus ``inline``."""
+    here and now instead, recorded the same way (run row, events) plus ``inline``.
+
+    With no live worker (no heartbeat within WORKER_LIVE_WITHIN), the task is sent all the
+    same, and unless RUN_NO_WORKER_FALLBACK is ``off`` the run executes here once it has
+    waited RUN_NO_WORKER_WAIT seconds with still no worker in sight (at once when workers
+    have been gone that long already)."""
     task = celery_app.tasks[RUN_TASK]
     if is_eager():
         task.apply_async(args=[run_id], task_id=task_id)
         return
+    silent = _worker_silence()
     try:
         _check_queue_room(run_id)
+        if silent is not None and silent >= settings.RUN_NO_WORKER_WAIT and (
+                silent != float("inf") or settings.RUN_NO_WORKER_WAIT <= 0):
+            run_inline(run_id, no_worker_reason(silent), task_id)
+            return
         task.apply_async(args=[run_id], task_id=task_id,
                          retry_policy={"max_retries": settings.RUN_ENQUEUE_RETRIES,
                                        "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5})
@@ -195,6 +208,48 @@ def enqueue(run_id: int, task_id: str) -> None:
         reason = str(exc) if isinstance(exc, QueueFull) else f"broker unavailable: {type(exc).__name__}: {exc}"
         log.warning("run %s could not be enqueued (%s); executing it inline", run_id, reason)
         run_inline(run_id, reason, task_id)
+        return
+    if silent is not None:
+        remaining = settings.RUN_NO_WORKER_WAIT - (0.0 if silent == float("inf") else silent)
+        log.warning("run %s queued with no live worker; executing it here in %.0f s unless one appears",
+                    run_id, remaining)
+        no_worker.watch(run_id, remaining, run_if_no_worker)
+
+
+def _worker_silence() -> float | None:
+    """Seconds the run should count as already waited for a worker (None: a worker is alive,
+    or the fallback is off). ``inf`` when none was ever seen and this process has not yet
+    waited in vain for one."""
+    if settings.RUN_NO_WORKER_FALLBACK != "inline":
+        return None
+    silent = workers.silent_for(fresh=True)
+    if silent is None:
+        no_worker.note_gave_up(False)
+        return None
+    if silent == float("inf") and no_worker.gave_up():
+        return settings.RUN_NO_WORKER_WAIT
+    return silent
+
+
+def no_worker_reason(silent: float) -> str:
+    seen = "none seen yet" if silent == float("inf") else f"none seen for {silent:.0f} s"
+    return (f"no worker (WORKER_LIVE_WITHIN={settings.WORKER_LIVE_WITHIN:g} s, {seen}) after waiting "
+            f"RUN_NO_WORKER_WAIT={settings.RUN_NO_WORKER_WAIT:g} s")
+
+
+def run_if_no_worker(run_id: int) -> None:
+    """The no-worker wait of a run ran out: execute it here if it is still queued and still
+    no worker beats (a worker that appeared in the meantime takes its message)."""
+    silent = workers.silent_for(fresh=True)
+    if silent is None:
+        return
+    row = CompactionRun.objects.filter(pk=run_id).values_list("status", "task_id").first()
+    if row is None or row[0] != RunStatus.QUEUED:
+        return
+    no_worker.note_gave_up(True)
+    log.warning("run %s waited RUN_NO_WORKER_WAIT=%ss with no live worker; executing it inline", run_id,
+                settings.RUN_NO_WORKER_WAIT)
+    run_inline(run_id, no_worker_reason(silent), row[1])
 
 
 def run_inline(run_id: int, reason: str, task_id: str | None = None) -> RunResult:

@@ -1,0 +1,109 @@
+"""Worker liveness as a client sees it: a run queued while no worker beats says "waiting for
+a worker (none seen for N s)" (API and run page); after RUN_NO_WORKER_WAIT it executes in
+the process that queued it, or, with RUN_NO_WORKER_FALLBACK=off, keeps waiting and says
+that the service will not run it. And a run whose worker died is noticed within 15 s.
+
+Tasks go to a filesystem broker no worker reads; "a live worker" is a fresh WorkerBeat row
+(a real worker writes one: tests/service/test_embedded_broker.py checks it)."""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from dashboard.brokers import filesystem_transport_options
+from dashboard.celery import use_broker
+from dashboard.models import CompactionRun, Session, WorkerBeat
+from dashboard.services import runs as run_service
+from dashboard.services import workers
+from dashboard.services.runs import no_worker
+from tests.service.helpers import chat, wait_for
+
+
+@pytest.fixture
+def unread_broker(transactional_db, tmp_path, settings):
+    use_broker("filesystem://", filesystem_transport_options(tmp_path / "broker"))
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.RUN_NO_WORKER_FALLBACK = "inline"
+    settings.RUN_NO_WORKER_WAIT = 1.5
+    workers.clear_cache()
+    no_worker.note_gave_up(False)
+    yield
+    no_worker.note_gave_up(False)
+    workers.clear_cache()
+
+
+def force(api) -> dict:
+    r = api.post("/api/sessions", {"messages": chat(8), "auto_compact": False})
+    assert r.status_code == 201, r.content
+    sid = r.json()["session"]["id"]
+    r = api.post(f"/api/sessions/{sid}/compactions", {"reason": "no worker"})
+    assert r.status_code in (200, 202), r.content
+    return r.json()
+
+
+def run_json(api, run_id: int) -> dict:
+    workers.clear_cache()
+    return api.get(f"/api/runs/{run_id}").json()
+
+
+def test_a_run_with_no_worker_says_it_waits_then_executes_here_after_the_wait(unread_broker, live_api):
+    ref = force(live_api)
+    assert ref["status"] == "queued" and ref["inline"] is False
+    body = run_json(live_api, ref["run_id"])
+    assert body["waiting"].startswith("waiting for a worker (none seen for ")
+    assert "runs it itself once it has waited 1.5 s" in body["waiting"]
+
+    wait_for(lambda: run_json(live_api, ref["run_id"])["status"] == "succeeded", timeout=60,
+             what="the no-worker fallback to execute the run")
+    body = run_json(live_api, ref["run_id"])
+    assert body["inline"] is True and "no worker" in body["inline_reason"] and body["waiting"] is None
+    # Having waited in vain once, the next run does not wait again.
+    ref2 = force(live_api)
+    assert ref2["inline"] is True and ref2["status"] == "succeeded"
+
+
+def test_with_the_fallback_off_a_run_keeps_waiting_and_says_the_service_will_not_run_it(unread_broker, settings,
+                                                                                          live_api, client,
+                                                                                          django_user_model):
+    settings.RUN_NO_WORKER_FALLBACK = "off"
+    ref = force(live_api)
+    time.sleep(2.5)  # longer than RUN_NO_WORKER_WAIT
+    body = run_json(live_api, ref["run_id"])
+    assert body["status"] == "queued"
+    assert body["waiting"].startswith("waiting for a worker (none seen for ")
+    assert "RUN_NO_WORKER_FALLBACK=off" in body["waiting"] and "celery -A dashboard worker" in body["waiting"]
+    client.force_login(django_user_model.objects.create_user("op", password="pw-for-tests-only"))
+    page = client.get(f"/runs/{ref['run_id']}/").content.decode()
+    assert 'data-testid="run-waiting"' in page and "waiting for a worker (none seen for" in page
+
+
+def test_a_live_worker_means_no_waiting_note_and_no_fallback(unread_broker, live_api):
+    WorkerBeat.objects.create(name="w1@test", pid=1)
+    ref = force(live_api)
+    assert ref["status"] == "queued"
+    assert run_json(live_api, ref["run_id"])["waiting"] is None
+    assert ref["run_id"] not in no_worker.pending()
+
+
+def test_workers_gone_for_longer_than_the_wait_means_the_run_executes_at_once(unread_broker, live_api):
+    WorkerBeat.objects.create(name="w1@test", pid=1, seen_at=timezone.now() - timedelta(seconds=90))
+    ref = force(live_api)
+    assert ref["inline"] is True and ref["status"] == "succeeded"
+    body = run_json(live_api, ref["run_id"])
+    assert "none seen for 90 s" in body["inline_reason"]
+
+
+def test_a_run_silent_for_twelve_seconds_is_requeued_with_the_default_settings(api, small_session,
+                                                                              django_capture_on_commit_callbacks):
+    session = Session.objects.get(pk=small_session["id"])
+    run = CompactionRun.objects.create(project_id=session.project_id, session=session, trigger="api", force=True,
+                                       policy_snapshot={})
+    assert run_service.claim(run.pk).state == "claimed"  # ...and its worker dies here
+    CompactionRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=12))
+    with django_capture_on_commit_callbacks(execute=False):
+        counts = run_service.recover()
+    assert counts["requeued"] == 1
+    assert CompactionRun.objects.get(pk=run.pk).status == "queued"
