@@ -62,6 +62,6 @@ def test_a_run_with_many_engine_events_records_all_of_them_in_a_few_inserts(api)
     queries = list(q.captured_queries)  # read before the next request resets the log
     run = api.get(r.json()["status_url"]).json()
     kinds = list(RunEvent.objects.filter(run_id=run["id"]).order_by("id").values_list("kind", flat=True))
-    assert len(kinds) > 40 and kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
+    assert len(kinds) >= 40 and kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
     assert [e["kind"] for e in run["events"]] == kinds
     assert _inserts(queries, "dashboard_runevent") < len(kinds) / 5

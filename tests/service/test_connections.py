@@ -189,7 +189,8 @@ def test_with_no_connection_named_the_one_that_serves_the_model_is_used(api, sma
                                                                         monkeypatch):
     _declare(settings, monkeypatch, tenant_host, models=["openai/summarizer"])
     tenant_host.script(ok("Short summary of the modules."))
-    policy = {"trigger": {"kind": "messages", "threshold": 20}, "cut": {"keep_messages": 4},
+    # landing.min_freed 0: the small session would otherwise free too little to summarize
+    policy = {"trigger": {"kind": "messages", "threshold": 20}, "cut": {"keep_messages": 4}, "landing": {"min_freed": 0},
               "summarizer": {"model": "openai/summarizer", "params": {"temperature": 0.2, "max_tokens": 300},
                              "retry": {"max_retries": 0, "backoff_base": 0, "backoff_cap": 0, "jitter": 0}}}
     r = api.post(f"/api/sessions/{small_session['id']}/simulate", {"policy": policy})

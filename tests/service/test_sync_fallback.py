@@ -65,7 +65,8 @@ def test_a_forced_run_with_the_broker_down_runs_inline_and_loses_nothing(live_ap
 
 def test_an_append_whose_trigger_fires_with_the_broker_down_compacts_inline(live_api, broker_down):
     r = live_api.post("/api/policies", {"name": "low", "activate": True, "policy": {
-        "trigger": {"kind": "messages", "threshold": 30}, "reduction": {"enabled": False}}})
+        "trigger": {"kind": "messages", "threshold": 30}, "reduction": {"enabled": False},
+        "landing": {"min_freed": 0}}})  # a small session: summarize, do not wait for more tokens
     assert r.status_code == 201, r.content
     messages = chat(7)
     r = live_api.post("/api/sessions", {"messages": messages, "auto_compact": False})
