@@ -195,6 +195,9 @@ class Session(models.Model):
     tokens_since_summary = models.PositiveBigIntegerField(default=0)
     messages_since_summary = models.PositiveIntegerField(default=0)
     compaction_count = models.PositiveIntegerField(default=0)
+    rearm_at_total = models.PositiveBigIntegerField(
+        default=0, help_text="A compaction that would have freed too little (landing.min_freed) skipped: no automatic "
+                             "run is queued again until history_total reaches this (the overflow guard still runs).")
 
     # tool calls still waiting for their result: {call id: position of the assistant message}
     open_tool_calls = JSONTextField(default=dict)

@@ -407,6 +407,10 @@ def _check_trigger(session: Session, policy, result: WriteResult, last_message_a
     overflow = overflow_due(state)
     if not fired.fired and not reduce and not overflow:
         return
+    if not overflow and session.history_total < session.rearm_at_total:
+        # The last run found too little to free: wait for that many new tokens (hysteresis),
+        # instead of queueing a run per append that would skip again.
+        return
     existing = pending_run(session)
     if existing is not None:
         # A queued or running run will compact this context (or re-check the trigger).

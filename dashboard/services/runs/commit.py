@@ -150,9 +150,11 @@ def fail(run: CompactionRun, token: str, error: str, error_kind: str, attempts: 
 
 
 def skip(run: CompactionRun, token: str, reason: str, trigger: dict[str, Any] | None,
-         mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None) -> Written:
+         mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None, wait_tokens: int = 0) -> Written:
+    """End a run that had nothing worth doing; ``wait_tokens`` (a compaction would have freed
+    less than the policy's minimum) holds automatic runs back until that many tokens arrived."""
     return _finish(run, token, "skipped", error=reason, error_kind="skipped", trigger=trigger, mode=mode,
-                   branches=branches)
+                   branches=branches, wait_tokens=wait_tokens)
 
 
 def _lock_claimed(run: CompactionRun, token: str) -> tuple[Session, CompactionRun] | Literal["missing", "lost"]:
@@ -169,12 +171,16 @@ def _lock_claimed(run: CompactionRun, token: str) -> tuple[Session, CompactionRu
 
 def _finish(run: CompactionRun, token: str, status: Unsuccessful, *, error: str, error_kind: str,
             attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
-            mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None) -> Written:
+            mode: tuple[str, str] = NO_REQUEST, branches: BranchOutcome | None = None,
+            wait_tokens: int = 0) -> Written:
     with transaction.atomic():
         held = _lock_claimed(run, token)
         if isinstance(held, str):
             return held
         session, locked = held
+        if wait_tokens > 0:
+            session.rearm_at_total = session.history_total + wait_tokens
+            session.save(update_fields=["rearm_at_total"])
         if branches is not None:
             SessionContext.objects.filter(session_id=session.pk).update(branch_summaries=branches.data)
         finish_locked(session, locked, status, error=error, error_kind=error_kind, attempts=attempts,

@@ -157,7 +157,8 @@ def execute(run_id: int) -> RunResult:
         branches = _refresh_branches(run, c, policy, compactor, reporter, parent)
         reporter.flush()
         if isinstance(outcome, Skipped):
-            return skip(run, token, outcome.reason, outcome.trigger, mode=mode, branches=branches)
+            return skip(run, token, outcome.reason, outcome.trigger, mode=mode, branches=branches,
+                        wait_tokens=0 if run.force else outcome.wait_tokens)
         return commit(run, token, c.items, outcome, archive, counter, started, mode=mode, branches=branches)
     except SoftTimeLimitExceeded:
         return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while saving; "
