@@ -7,6 +7,8 @@ caller's messages exactly as they were.
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +122,7 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
-    if run.over_window and _landed(run, reduced):
+    if run.over_window and not run.force and _landed(run, reduced):
         return reduction_only("tool-output reduction brought the context to the landing target")
     plan = plan_eviction(run, reduced)
     if isinstance(plan, NoCut):
@@ -184,13 +186,17 @@ def build_outcome(run: RunContext, done: Compaction, tail: TailorStep | None) ->
 
 class Compactor:
     def __init__(self, policy: Policy | str | dict[str, Any] = "default", *, archive: ArchiveBackend | None = None,
-                 session_id: str = "session", hooks: Hooks | None = None, counter: MessageCounter | None = None):
+                 session_id: str = "session", hooks: Hooks | None = None, counter: MessageCounter | None = None,
+                 clock: Callable[[], float] = time.time):
+        """``clock`` stamps events and archive entries; a replay passes a logical clock so that
+        the same session through the same policy writes the same bytes."""
         if isinstance(policy, str):
             policy = get_preset(policy)
         self.policy = Policy.load(policy)
         self.archive = archive if archive is not None else MemoryArchive()
         self.session_id = session_id
         self.hooks = hooks or Hooks()
+        self.clock = clock
         self.counter = counter or counter_for(self.policy)
         self.window, self.window_source = resolve_window(self.policy)
         # hooks named by the policy, resolved through compaction.hooks
@@ -244,6 +250,9 @@ class Compactor:
         entries = list(done.entries)
         if tail is not None and tail.entry is not None:
             entries.append(tail.entry)
+        stamp = run.clock()
+        for entry in entries:
+            entry.created_at = stamp
         write_entries(self.archive, entries)
         if tail is not None and tail.entry is not None and tail.event is not None and on_event is not None:
             on_event(tail.event)
@@ -259,7 +268,7 @@ class Compactor:
                           archive=self.archive, hooks=self.hook_set(), messages=msgs, tokens=tokens,
                           tools_tokens=tools_tokens, before=totals_of(tokens, tools_tokens), run_id=run_id,
                           force=force, last_message_at=last_message_at, parent_request=parent_request,
-                          on_event=on_event, progress=progress,
+                          on_event=on_event, progress=progress, clock=self.clock,
                           unseen_arrivals=bool(messages) and not isinstance(messages[0], Message))
 
     # -- summarizer settings and hooks --------------------------------------------------

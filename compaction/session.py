@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,9 +31,10 @@ def reduction_due(policy: Policy, total_tokens: int, window: int) -> bool:
 
 class CompactionSession:
     def __init__(self, policy: Policy | str | dict[str, Any] = "default", *, archive: ArchiveBackend | None = None,
-                 session_id: str = "session", tools: list[dict[str, Any]] | None = None, hooks: Hooks | None = None):
+                 session_id: str = "session", tools: list[dict[str, Any]] | None = None, hooks: Hooks | None = None,
+                 clock: Callable[[], float] = time.time):
         self.archive = archive if archive is not None else MemoryArchive()
-        self.compactor = Compactor(policy, archive=self.archive, session_id=session_id, hooks=hooks)
+        self.compactor = Compactor(policy, archive=self.archive, session_id=session_id, hooks=hooks, clock=clock)
         self.policy = self.compactor.policy
         self.session_id = session_id
         self.live = LiveContext(self.compactor.counter, tools, session_id)

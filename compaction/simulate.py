@@ -9,7 +9,6 @@ same report as the JSON object the CLI prints and the service's simulate endpoin
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -142,7 +141,6 @@ class SimulationReport:
     reduction_events: int
     summaries_avoided_by_reduction: int
     integrity: Integrity
-    elapsed_s: float
     #: model calls over the usable window only because one message is itself larger than it
     oversized_calls: int = 0
     #: compactions that fired less than the minimum freed (landing.min_freed, or 10% of the
@@ -183,7 +181,6 @@ class SimulationReport:
             "reduction_events": self.reduction_events,
             "summaries_avoided_by_reduction": self.summaries_avoided_by_reduction,
             "integrity": self.integrity.to_dict(),
-            "elapsed_s": self.elapsed_s,
         }
         if self.summaries_without_reduction is not None:
             out["summaries_without_reduction"] = self.summaries_without_reduction
@@ -194,6 +191,17 @@ class SimulationReport:
             out["context"] = self.kept.context
             out["replay"] = self.kept.replay
         return out
+
+
+class ReplayClock:
+    """The time a replay stamps on events and archive entries: the position of the message
+    being replayed, not the wall clock, so that three replays write the same bytes."""
+
+    def __init__(self) -> None:
+        self.position = 0
+
+    def __call__(self) -> float:
+        return float(self.position)
 
 
 def simulate(messages: list[dict[str, Any]], policy: Policy | str | dict[str, Any] = "default", *,
@@ -219,8 +227,9 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     call is scored against the assistant message that followed it
     (:mod:`compaction.evaluation`); costs are priced for ``price_model``, else the agent's
     model, else a common default."""
-    started = time.perf_counter()
-    session = CompactionSession(policy, archive=archive or MemoryArchive(), session_id=session_id, tools=tools)
+    clock = ReplayClock()
+    session = CompactionSession(policy, archive=archive or MemoryArchive(), session_id=session_id, tools=tools,
+                                clock=clock)
     window = session.compactor.window
     usable = session.usable_window
     # a policy without a minimum (landing.min_freed = 0) is measured against the default one
@@ -242,6 +251,7 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                               usable_window=usable, price_model=choose_price_model(price_model, session.policy.model),
                               overflow_above=usable)
     for index, raw in enumerate(messages):
+        clock.position = index
         if raw.get("role") == "assistant":
             try:
                 out = session.before_model_call()
@@ -284,7 +294,6 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         replay_error = None if replay_exact else "replayed sequence differs from the original"
     except CompactionError as exc:
         replay_exact, replay_error = False, str(exc)
-    elapsed = round(time.perf_counter() - started, 3)
     summaries_without: int | None = None
     if counterfactual and session.policy.reduction.enabled:
         without = session.policy.model_copy(deep=True)
@@ -322,7 +331,6 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         reduction_events=sum(c.reduction_events for c in compactions) + len(session.truncation_events),
         summaries_avoided_by_reduction=summaries_avoided,
         integrity=Integrity(tool_pairs_ok=pairs_ok, replay_exact=replay_exact, error=replay_error),
-        elapsed_s=elapsed,
         summaries_without_reduction=summaries_without,
         kept=kept,
         lookahead=evaluator.report() if evaluator is not None else None,

@@ -522,7 +522,7 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
             by_kind = text_identifiers(text, quoted=ev.kind == "user")
             for kind in _NAME_KINDS:
                 found |= by_kind[kind]
-        for ident in found:
+        for ident in sorted(found):   # sorted: a set's order changes with the hash seed
             low = ident.lower()
             if PLACEHOLDER_PATH.search(ident) and ("/" in ident or "." in ident or " " in ident):
                 continue   # "/path/to/dir", "git diff -- path/to/file1": examples, not names of this session
@@ -553,6 +553,7 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
                 first[low] = -1000 + k
                 shown[low] = ident.strip()
     items = [Item(shown[low], (w, -first[low]), first[low], key=low) for low, w in weight.items()]
+    items.sort(key=lambda i: i.key)   # ties keep one order whatever the hash seed
     items.sort(key=lambda i: i.rank, reverse=True)
     for pos, it in enumerate(items):
         it.order = pos
