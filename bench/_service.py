@@ -108,6 +108,25 @@ def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def start_worker(env: dict, log: Path, concurrency: int = 1, *, name: str | None = None,
+                 timeout: float = 180) -> subprocess.Popen:
+    """A Celery worker (prefork, ``concurrency`` processes) started with ``env``, once its log
+    says it is ready; its log is kept in ``log``."""
+    cmd = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-l", "info", "--concurrency",
+           str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat"]
+    if name is not None:
+        cmd += ["-n", name]
+    proc = start(cmd, env, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and " ready." in log.read_text(errors="replace"):
+            return proc
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text(errors="replace")[-3000:])
+        time.sleep(0.1)
+    raise RuntimeError("worker not ready")
+
+
 def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

@@ -60,17 +60,7 @@ def pool_pids(pid: int) -> list[int]:
 
 
 def start_worker(env: dict, log: Path, name: str, concurrency: int):
-    cmd = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-l", "info", "--concurrency",
-           str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat", "-n", name]
-    proc = svc.start(cmd, env, log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if log.exists() and " ready." in log.read_text(errors="replace"):
-            return proc
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text(errors="replace")[-3000:])
-        time.sleep(0.1)
-    raise RuntimeError("worker not ready")
+    return svc.start_worker(env, log, concurrency, name=name, timeout=120)
 
 
 def main() -> None:

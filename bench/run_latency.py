@@ -45,17 +45,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def start_worker(env: dict, log: Path):
-    cmd = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-l", "info", "--concurrency", "1",
-           "--without-mingle", "--without-gossip", "--without-heartbeat"]
-    proc = svc.start(cmd, env, log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if log.exists() and " ready." in log.read_text(errors="replace"):
-            return proc
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text(errors="replace")[-3000:])
-        time.sleep(0.1)
-    raise RuntimeError("worker not ready")
+    return svc.start_worker(env, log, 1, timeout=120)
 
 
 def one_run(project, messages) -> tuple[float, float]:

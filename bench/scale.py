@@ -240,17 +240,7 @@ def hot_path(args, hot: dict[int, int]) -> None:
 # -- runs through real workers ---------------------------------------------------------------------
 
 def start_worker(env: dict, log: Path, concurrency: int):
-    cmd = [sys.executable, "-m", "celery", "-A", "dashboard", "worker", "-l", "info", "--concurrency",
-           str(concurrency), "--without-mingle", "--without-gossip", "--without-heartbeat"]
-    proc = svc.start(cmd, env, log)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if log.exists() and " ready." in log.read_text(errors="replace"):
-            return proc
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text(errors="replace")[-3000:])
-        time.sleep(0.1)
-    raise RuntimeError("worker not ready")
+    return svc.start_worker(env, log, concurrency)
 
 
 def use_redis(args, data: Path):
