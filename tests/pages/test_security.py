@@ -70,6 +70,18 @@ def _directives(header: str) -> dict[str, str]:
 INLINE_HANDLER = re.compile(r"<[^>]*\son[a-z]+\s*=", re.I)
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.I)
 STYLE_ATTR = re.compile(r"<[^>]*\sstyle\s*=", re.I)
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+def test_no_template_holds_an_inline_style_handler_or_script():
+    """Every template, including blocks only some states render (warnings, errors): the CSP
+    would block an inline style or handler in the browser, so none may be written."""
+    for path in sorted(TEMPLATES.rglob("*.html")):
+        text = path.read_text()
+        for name, pattern in (("style attribute", STYLE_ATTR), ("event handler", INLINE_HANDLER),
+                              ("inline script", INLINE_SCRIPT)):
+            found = pattern.search(text)
+            assert found is None, f"{path.relative_to(TEMPLATES)}: {name} {found.group(0)[:80]!r}"
 
 
 def test_every_page_carries_a_strict_policy_and_nothing_inline(web, grown, last_run, client):
