@@ -111,6 +111,9 @@ def _serve(cmd: list[str], port: int, tmp_path: Path) -> tuple[subprocess.Popen,
     log = tmp_path / "server.log"
     env = dict(os.environ, DEBUG="0", DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(REPO),
                DJANGO_SETTINGS_MODULE="dashboard.settings")
+    # its own SQLite file: the suite's DATABASE_URL (the PostgreSQL pass) names a database
+    # that only exists under pytest-django's test name
+    env.pop("DATABASE_URL", None)
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
                             start_new_session=True)
     deadline = time.monotonic() + 60
