@@ -17,8 +17,8 @@ from ..selectors.runs import list_runs
 from ..services import Invalid, NotFound, rate_limits
 from ..services import runs as run_service
 from ..services import sessions as service
-from ..services.branches import clean_key, retrieve_for, split_filter_keys
-from ..services.pins import PinInvalid, split_pins
+from ..services.branches import retrieve_for, split_filter_keys
+from ..services.pins import split_pins
 from ..services.policies import (
     apply_service_defaults,
     build_policy,
@@ -75,21 +75,10 @@ def import_session(request, body: SessionImportIn):
 
     def work() -> Answer:
         rate_limits.check(request.auth, "import")
-        messages, pinned = split_pins(body.messages, body.pinned)
-        messages, keys = split_filter_keys(messages, body.filter_key)
-        imported = service.convert_payload(messages, tools=body.tools, system=body.system, format=body.format,
-                                           title=body.title, external_id=body.external_id, model=body.model)
-        if keys is None and body.filter_key:
-            keys = [clean_key(body.filter_key)] * len(imported.messages)
-        elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
-            raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
-                          f"messages (format {imported.format!r}, {len(keys)} messages given, "
-                          f"{len(imported.messages)} converted)")
-        if pinned and imported.format != "openai":
-            raise PinInvalid(f"pinned: pins need OpenAI-format messages that map one to one to the stored messages "
-                             f"(format {imported.format!r})")
-        result = service.import_session(request.auth, imported, auto_compact=body.auto_compact, filter_keys=keys,
-                                        pinned=pinned)
+        result = service.import_request(request.auth, body.messages, filter_key=body.filter_key, pinned=body.pinned,
+                                        tools=body.tools, system=body.system, format=body.format, title=body.title,
+                                        external_id=body.external_id, model=body.model,
+                                        auto_compact=body.auto_compact)
         session = sel.get_session(request.auth.pk, result.session.pk)
         return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
                      "compaction": convert.run_ref(result.run, result.run_created)}

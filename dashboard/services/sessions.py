@@ -37,6 +37,7 @@ from ..models import (
 )
 from . import Conflict, Invalid, pins
 from .archive import store_entries
+from .branches import clean_key, split_filter_keys
 from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
 from .policies import apply_service_defaults, effective_policy, project_policy
 from .runs import pending_run, request_run
@@ -208,6 +209,29 @@ def _check_keys(filter_keys: list | None, n: int) -> list:
 def _trigger_key(keys: list) -> str | None:
     """The filter key a write triggers a run with: the last keyed message's."""
     return next((k for k in reversed(keys) if k), None)
+
+
+def import_request(project: Project, messages: Any, *, filter_key: str | None = None, pinned: list | None = None,
+                   tools: list | None = None, system: Any = None, format: str | None = None, title: str | None = None,
+                   external_id: str | None = None, model: str | None = None, auto_compact: bool = True) -> WriteResult:
+    """An import as a client sends it: messages that may carry ``filter_key`` and ``pinned``
+    beside their fields (or a body-level key and pin list), converted from any supported
+    format. Branch keys and pins need OpenAI-format messages that map one to one to the
+    stored ones; anything else is refused naming the field, before anything is written."""
+    messages, pins_at = pins.split_pins(messages, pinned)
+    messages, keys = split_filter_keys(messages, filter_key)
+    imported = convert_payload(messages, tools=tools, system=system, format=format, title=title,
+                               external_id=external_id, model=model)
+    if keys is None and filter_key:
+        keys = [clean_key(filter_key)] * len(imported.messages)
+    elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
+        raise Invalid(f"filter_key: filter keys need OpenAI-format messages that map one to one to the stored "
+                      f"messages (format {imported.format!r}, {len(keys)} messages given, "
+                      f"{len(imported.messages)} converted)")
+    if pins_at and imported.format != "openai":
+        raise pins.PinInvalid(f"pinned: pins need OpenAI-format messages that map one to one to the stored messages "
+                              f"(format {imported.format!r})")
+    return import_session(project, imported, auto_compact=auto_compact, filter_keys=keys, pinned=pins_at)
 
 
 def import_session(project: Project, imported: ImportedSession, *, auto_compact: bool = True,
