@@ -181,6 +181,9 @@ class Session(models.Model):
     policy = models.ForeignKey(StoredPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions",
                                help_text="Per-session override of the project's active policy.")
     tokenizer = models.CharField(max_length=50, blank=True, help_text="Counter used for the stored token counts.")
+    metadata = JSONTextField(
+        default=dict, help_text="What the import said about the session (a corpus file's id, source, license and meta; "
+                                "OpenAI metadata): shown on the dashboard and filterable, never sent to a model.")
 
     # original history
     message_count = models.PositiveIntegerField(default=0)
