@@ -48,6 +48,10 @@ def test_a_compaction_writes_its_archive_entries_in_one_insert(api):
     assert run["status"] == "succeeded", run
     assert len(run["archive_refs"]) > 1
     assert _inserts(queries, "dashboard_storedarchiveentry") == 1
+    # handing out the new entries' handles looked at the session's archive once, not per entry
+    lookups = [x for x in queries if x["sql"].lstrip().startswith("SELECT")
+               and 'FROM "dashboard_storedarchiveentry"' in x["sql"]]
+    assert len(lookups) <= 3, [x["sql"][:120] for x in lookups]
     # every entry read back whole
     for ref in run["archive_refs"]:
         assert api.get(f"/api/archive/{ref}").status_code == 200
