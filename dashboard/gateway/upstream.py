@@ -90,6 +90,10 @@ def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any
         kwargs["api_key"] = up.api_key
     if stream:
         kwargs["stream_options"] = {"include_usage": True}
+    if up.model.startswith("openai/") and up.api_base:
+        from . import openai_passthrough  # noqa: PLC0415 - imports the OpenAI SDK, only once a call is made
+        kwargs["client"] = openai_passthrough.client(up.api_base, up.api_key or connections.NO_KEY,
+                                                     settings.GATEWAY_TIMEOUT)
     try:
         return litellm.completion(**kwargs)
     except Exception as exc:  # noqa: BLE001 - every upstream failure becomes an OpenAI error object
