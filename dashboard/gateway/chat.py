@@ -5,7 +5,6 @@ The client's messages are stored before anything is forwarded, so an upstream fa
 none of them (the client's retry then adds nothing new and is forwarded again)."""
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -55,8 +54,8 @@ def prepare(project: Project, body: ChatBody, session_header: str | None) -> Pre
     upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     session, run = before_call(placement.session)
-    rendered = SessionContext.objects.filter(session_id=session.pk).values_list("rendered", flat=True).get()
-    messages = [wire_form(raw) for raw in json.loads(rendered)]
+    # The texts written at the last compaction and the messages appended since (the tail).
+    messages = [wire_form(raw) for raw in SessionContext.objects.get(session_id=session.pk).load_rendered()]
     broken = broken_pair(messages)
     if broken:
         refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "

@@ -21,19 +21,24 @@ def test_the_calls_table_shows_our_estimate_beside_the_providers_tokens_and_the_
     record_call(small, endpoint="chat/completions", model="studio-local-model-7b", status_code=200,
                 estimated_prompt_tokens=900, usage={"prompt_tokens": 1000, "completion_tokens": 20})
     record_call(small, endpoint="chat/completions", model="gpt-4o", status_code=429, estimated_prompt_tokens=1200)
+    record_call(small, endpoint="responses/compact", model="gpt-4o", status_code=200, estimated_prompt_tokens=5000,
+                usage={"prompt_tokens": 3000, "completion_tokens": 400}, price_model="gpt-4o-mini")
 
     html = web.get(reverse("pages:session", args=[small.pk])).content.decode()
     assert 'data-testid="calls-table"' in html
-    limited, local, priced = _rows(html)  # newest first
+    compacted, limited, local, priced = _rows(html)  # newest first
+    # A compaction's provider tokens are the summarizer's: no gap against our estimate of
+    # the context, and the price is the summarizer model's.
+    assert "5,000" in compacted and "3,000" in compacted and "%" not in compacted and "$0.00069" in compacted
     assert "1,100" in priced and "1,000" in priced and "+10.0%" in priced
     assert "$0.003" in priced  # 1,000 prompt and 50 completion tokens of gpt-4o at litellm's price
     assert "812 ms" in priced
     assert "-10.0%" in local and "no price" in local and "$0" not in local
     assert "429" in limited and "status-failed" in limited and "no price" in limited
     header = html.split('data-testid="session-cost">', 1)[1].split("</strong>", 1)[0]
-    assert header.startswith("$0.003")
+    assert header == "$0.00369"  # gpt-4o 0.003 + gpt-4o-mini 0.00069
     flat = " ".join(html.split())
-    assert "3 gateway calls, cost" in flat and "(and 1 with no price)" in flat
+    assert "4 gateway calls, cost" in flat and "(and 1 with no price)" in flat
 
 
 def test_the_calls_table_pages_and_a_session_without_calls_has_none(web, project, small):

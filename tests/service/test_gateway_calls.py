@@ -53,6 +53,17 @@ def test_each_call_records_the_providers_usage_beside_our_estimate_and_its_price
     assert all(c.upstream_ms is not None and c.overhead_ms is not None for c in calls)
 
 
+def test_every_call_forwards_the_whole_live_context_with_the_messages_added_since(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    history = [{"role": "user", "content": "one"}]
+    for i in range(3):
+        llm_server.script(ok(f"r{i}"))
+        reply = oai.chat.completions.create(model="gpt-4o", messages=history).choices[0].message.content
+        history += [{"role": "assistant", "content": reply}, {"role": "user", "content": f"q{i}"}]
+    sent = [[m["content"] for m in r.messages] for r in llm_server.requests]
+    assert sent == [["one"], ["one", "r0", "q0"], ["one", "r0", "q0", "r1", "q1"]]
+
+
 def test_a_model_litellm_has_no_price_for_costs_no_price_not_zero(gateway, project, llm_server):
     llm_server.script(ok("local answer", usage={"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}))
     raw = sdk(gateway, project.test_key).chat.completions.with_raw_response.create(
