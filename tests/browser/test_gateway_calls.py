@@ -8,7 +8,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from dashboard.models import GatewayCall
+from dashboard.models import CompactionRun, GatewayCall
 from dashboard.services.keys import create_api_key
 from tests.browser.conftest import ARTIFACTS, settle
 from tests.support.llm_server import error, ok, scripted_llm_server, tool_call
@@ -87,4 +87,11 @@ def test_the_calls_table_of_a_gateway_session_renders_and_pages(page, signed_in,
     page.wait_for_selector("text=Newest calls")
     assert page.locator('[data-testid="calls-table"] tbody tr').count() == calls - 20
     assert page.url.endswith(f"/sessions/{sid}/"), "htmx swapped the table in place"
+    # A gateway session is an ordinary one: its run, archive and tuning pages work too.
+    run = CompactionRun.objects.filter(session_id=sid, status="succeeded").order_by("id").first()
+    for path in (f"/runs/{run.pk}/", f"/sessions/{sid}/archive/", f"/sessions/{sid}/tuning/"):
+        page.goto(signed_in(path))
+        if path.endswith("/tuning/"):
+            page.wait_for_selector('[data-testid="preview-result"]')
+        settle(page)
     console.assert_clean()
