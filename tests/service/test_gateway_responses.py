@@ -131,3 +131,13 @@ def test_responses_create_is_a_404_that_names_what_is_served(gateway, project, l
     with pytest.raises(openai.AuthenticationError):
         sdk(gateway, "not-a-key").responses.create(model="gpt-4o", input="hello")
     assert not llm_server.requests
+
+
+def test_a_conversation_with_nothing_to_compact_comes_back_as_it_is(gateway, project, llm_server):
+    raw = sdk(gateway, project.test_key).responses.with_raw_response.compact(model="gpt-4o", input="just one question")
+    out = raw.parse()
+    assert [o.model_dump()["type"] for o in out.output] == ["message"]
+    assert raw.http_response.json()["output"][0]["content"] == [{"type": "input_text", "text": "just one question"}]
+    run = CompactionRun.objects.get(pk=int(raw.headers["x-compaction-run"]))
+    assert run.status == "skipped"
+    assert out.usage.total_tokens == 0
