@@ -53,7 +53,11 @@ def prepare(project: Project, body: ChatBody, session_header: str | None) -> Pre
     up = upstream.resolve(body.model)
     upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
-    session, run = before_call(placement.session)
+    try:
+        session, run = before_call(placement.session)
+    except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
+        Prepared(body, up, placement, placement.session, None, [], started=started).record(exc.status)
+        raise
     # The texts written at the last compaction and the messages appended since (the tail).
     messages = [wire_form(raw) for raw in SessionContext.objects.get(session_id=session.pk).load_rendered()]
     broken = broken_pair(messages)

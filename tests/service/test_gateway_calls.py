@@ -64,6 +64,21 @@ def test_every_call_forwards_the_whole_live_context_with_the_messages_added_sinc
     assert sent == [["one"], ["one", "r0", "q0"], ["one", "r0", "q0", "r1", "q1"]]
 
 
+def test_a_context_the_policy_cannot_fit_is_refused_recorded_and_its_message_kept(gateway, project, llm_server):
+    # System messages are kept whole by every compaction: one over the 6,000-token window cannot fit.
+    huge = " ".join(f"rule{i}" for i in range(12000))
+    with pytest.raises(openai.BadRequestError) as over:
+        sdk(gateway, project.test_key).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "system", "content": huge}, {"role": "user", "content": "go"}],
+            extra_headers={"X-Session-Id": "too-big"})
+    assert over.value.body["code"] == "context_length_exceeded"
+    assert not llm_server.requests
+    call = GatewayCall.objects.get()
+    assert call.status_code == 400 and call.estimated_prompt_tokens > 6000
+    stored = StoredMessage.objects.filter(session_id=call.session_id).order_by("position")
+    assert [m.raw["content"] for m in stored] == [huge, "go"]
+
+
 def test_a_model_litellm_has_no_price_for_costs_no_price_not_zero(gateway, project, llm_server):
     llm_server.script(ok("local answer", usage={"prompt_tokens": 40, "completion_tokens": 2, "total_tokens": 42}))
     raw = sdk(gateway, project.test_key).chat.completions.with_raw_response.create(
