@@ -302,6 +302,12 @@ class SessionContext(models.Model):
         tail = ContextTail.objects.filter(session_id=self.session_id).order_by("position").values_list("item", flat=True)
         return repaired(self.items, json.loads(self.items)) + [repaired(t, json.loads(t)) for t in tail]
 
+    def load_rendered(self) -> list[dict]:
+        """The whole message list to send: the stored texts' messages, then the tail's."""
+        tail = (ContextTail.objects.filter(session_id=self.session_id).order_by("position")
+                .values_list("rendered", flat=True))
+        return repaired(self.rendered, json.loads(self.rendered)) + [repaired(t, json.loads(t)) for t in tail]
+
     def served_messages(self) -> str:
         """The message list last served (JSON text), or "" when none was."""
         if self.served_upto is None:
@@ -691,3 +697,26 @@ class WorkerBeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class GatewayCall(models.Model):
+    """One request the gateway served for a session, written once when it ends: what we
+    estimated the prompt at beside what the provider billed, the price, and where the time
+    went. ``cost_usd`` is null when litellm's price table does not know the model (no price
+    is not a price of zero); the provider's token columns are null when it reported none."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="gateway_calls")
+    run = models.ForeignKey(CompactionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint = models.CharField(max_length=60)
+    model = models.CharField(max_length=200)
+    status_code = models.PositiveSmallIntegerField()
+    estimated_prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    provider_prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    provider_completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, null=True, blank=True)
+    upstream_ms = models.PositiveIntegerField(null=True, blank=True)
+    overhead_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "-id"], name="gateway_call_recent")]

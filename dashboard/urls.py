@@ -11,7 +11,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
-from .gateway.views import chat_completions
+from .gateway.views import chat_completions, responses_compact, responses_not_served
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -25,6 +25,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
     path("v1/chat/completions", chat_completions, name="gateway-chat-completions"),
+    path("v1/responses/compact", responses_compact, name="gateway-responses-compact"),
+    path("v1/responses", responses_not_served, name="gateway-responses"),
+    path("v1/responses/<path:rest>", responses_not_served),
     path("admin/", admin.site.urls),
 ]
 

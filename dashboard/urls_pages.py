@@ -6,6 +6,7 @@ from .views import (
     archive_browser,
     before_after,
     force_summarize,
+    gateway_calls,
     layout,
     run_page,
     session_page,
@@ -30,6 +31,7 @@ urlpatterns = [
     path("sessions/<int:pk>/transcript/", session_page.transcript, name="transcript"),
     path("sessions/<int:pk>/messages/<int:position>/", session_page.message_full, name="message"),
     path("sessions/<int:pk>/force/", force_summarize.force_summarize, name="force"),
+    path("sessions/<int:pk>/calls/", gateway_calls.calls, name="gateway-calls"),
     path("runs/<int:pk>/progress/", force_summarize.run_progress, name="run-progress"),
 
     path("runs/<int:pk>/", run_page.run_detail, name="run"),

@@ -6,4 +6,5 @@ Modules: ``errors`` (OpenAI-shaped error answers), ``body`` (the request body, c
 ``wire`` (the message form compared and forwarded), ``identity`` (which stored session a
 request continues), ``upstream`` (where a model name goes, through litellm), ``compact``
 (the policy before the call), ``chat`` (one request, start to end), ``stream`` (SSE),
-``views`` (the HTTP entry point)."""
+``views`` (the HTTP entry points), ``items`` (Responses items and chat messages, both
+ways) and ``responses`` (``POST /v1/responses/compact``: a compaction alone)."""

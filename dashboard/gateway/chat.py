@@ -5,7 +5,6 @@ The client's messages are stored before anything is forwarded, so an upstream fa
 none of them (the client's retry then adds nothing new and is forwarded again)."""
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ from typing import Any
 from compaction import Policy
 
 from ..models import CompactionRun, Project, Session, SessionContext
+from ..services.gateway_calls import record_quietly
 from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
 from .body import ChatBody
@@ -32,24 +32,40 @@ class Prepared:
     run: CompactionRun | None
     messages: list[dict[str, Any]]
     headers: dict[str, str] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None) -> None:
+        """The call's ``GatewayCall`` row: our estimate of what was sent beside the provider's usage."""
+        elapsed = time.perf_counter() - self.started
+        record_quietly(self.session.pk, endpoint="chat/completions", model=self.body.model, status_code=status,
+                       run=self.run, estimated_prompt_tokens=self.session.context_total, usage=usage,
+                       upstream_ms=upstream_s * 1000 if upstream_s is not None else None,
+                       overhead_ms=(elapsed - (upstream_s or 0.0)) * 1000)
 
 
-def _policy_for(project: Project, model: str) -> Policy:
+def policy_for(project: Project, model: str) -> Policy:
     base, _row = project_policy(project)
     return apply_service_defaults(base, Session(project=project, model=model))
 
 
 def prepare(project: Project, body: ChatBody, session_header: str | None) -> Prepared:
+    started = time.perf_counter()
     up = upstream.resolve(body.model)
-    upstream.check_window(body.model, _policy_for(project, body.model).context_window)
+    upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
-    session, run = before_call(placement.session)
-    rendered = SessionContext.objects.filter(session_id=session.pk).values_list("rendered", flat=True).get()
-    messages = [wire_form(raw) for raw in json.loads(rendered)]
+    try:
+        session, run = before_call(placement.session)
+    except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
+        Prepared(body, up, placement, placement.session, None, [], started=started).record(exc.status)
+        raise
+    # The texts written at the last compaction and the messages appended since (the tail).
+    messages = [wire_form(raw) for raw in SessionContext.objects.get(session_id=session.pk).load_rendered()]
     broken = broken_pair(messages)
     if broken:
-        raise GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "
-                                f"session {session.pk} is unchanged", type="server_error")
+        refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "
+                                    f"the client's messages are stored in session {session.pk}", type="server_error")
+        Prepared(body, up, placement, session, run, messages, started=started).record(refusal.status)
+        raise refusal
     headers = {"X-Compaction-Session": str(session.pk), "X-Context-Tokens": str(session.context_total)}
     if run is not None:
         headers["X-Compaction-Run"] = str(run.pk)
@@ -57,7 +73,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None) -> Pre
         headers["X-Compaction-Forked-From"] = str(placement.forked_from)
         headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} (an "
                                           f"earlier message was edited or removed); it started session {session.pk}")
-    return Prepared(body, up, placement, session, run, messages, headers)
+    return Prepared(body, up, placement, session, run, messages, headers, started)
 
 
 def _reply(message: Any) -> dict[str, Any]:
@@ -88,13 +104,20 @@ def _stored(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, An
 
 def complete(prep: Prepared) -> dict[str, Any]:
     """Non-streaming: the completion object, after the reply is stored."""
-    response = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=False)
-    if not getattr(response, "choices", None):
-        raise GatewayError(502, "the upstream answered without a choice", type="server_error")
+    sent = time.perf_counter()
+    try:
+        response = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=False)
+        if not getattr(response, "choices", None):
+            raise GatewayError(502, "the upstream answered without a choice", type="server_error")
+    except GatewayError as exc:
+        prep.record(exc.status, upstream_s=time.perf_counter() - sent)
+        raise
+    upstream_s = time.perf_counter() - sent
     choice = response.choices[0]
     reply = _reply(choice.message)
     usage = _usage(getattr(response, "usage", None))
     store_reply(prep.placement.gateway.pk, _stored(reply, usage))
+    prep.record(200, usage, upstream_s)
     message = dict(reply, refusal=None)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
@@ -108,11 +131,16 @@ def stream(prep: Prepared) -> Iterator[dict[str, Any]]:
     assembled from them, is stored once the upstream's stream ends. An upstream failure
     before the first chunk raises GatewayError (the view answers with its status); after
     it, it ends the stream with an error event."""
-    chunks = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=True)
-    return _relay(prep, chunks)
+    sent = time.perf_counter()
+    try:
+        chunks = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=True)
+    except GatewayError as exc:
+        prep.record(exc.status, upstream_s=time.perf_counter() - sent)
+        raise
+    return _relay(prep, chunks, sent)
 
 
-def _relay(prep: Prepared, chunks: Any) -> Iterator[dict[str, Any]]:
+def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]:
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage: dict[str, int] | None = None
@@ -155,16 +183,21 @@ def _relay(prep: Prepared, chunks: Any) -> Iterator[dict[str, Any]]:
                     yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
                            "choices": [{"index": 0, "delta": out_delta, "logprobs": None,
                                         "finish_reason": choice.finish_reason}]}
-    except GatewayError:
+    except GatewayError as exc:
+        prep.record(exc.status, usage, time.perf_counter() - sent)
         raise
     except Exception as exc:  # noqa: BLE001 - the upstream failing mid-stream
-        raise upstream.upstream_error(exc) from None
+        failure = upstream.upstream_error(exc)
+        prep.record(failure.status, usage, time.perf_counter() - sent)
+        raise failure from None
+    upstream_s = time.perf_counter() - sent
     reply: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:
         reply["tool_calls"] = [calls[i] for i in sorted(calls)]
     if reply["content"] is None and not calls:
         reply["content"] = ""
     store_reply(prep.placement.gateway.pk, _stored(reply, usage))
+    prep.record(200, usage, upstream_s)
     if finish is None:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
                "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}

@@ -17,7 +17,7 @@ from compaction.windows import resolve_window, usable_window
 from ..models import CompactionRun, RunStatus, Session, TriggerKind
 from ..services.policies import effective_policy
 from ..services.runs import execute
-from ..services.runs.request import pending_run, request_run
+from ..services.runs.request import force_run, pending_run, request_run
 from ..services.triggers import check_trigger, clearing_due, trigger_state
 from .errors import GatewayError
 
@@ -79,3 +79,17 @@ def before_call(session: Session) -> tuple[Session, CompactionRun | None]:
                                 f"under (see run {ran.pk if ran else 'none'})", code="context_length_exceeded",
                            param="messages")
     return session, ran
+
+
+def compact_now(session: Session, reason: str) -> tuple[Session, CompactionRun]:
+    """A forced compaction of the session's live context (``POST /v1/responses/compact``),
+    executed here through the run machinery; an automatic run still pending goes first, so
+    the forced one compacts what it left. Returns the session as it now is and the run,
+    whatever it came to (a run with nothing to compact is skipped)."""
+    ahead = pending_run(session)
+    if ahead is not None and not ahead.force and execute(ahead.pk) in ("busy", "running_elsewhere"):
+        _wait(ahead.pk)
+    run, _created = force_run(session, trigger=TriggerKind.API, reason=reason)
+    if execute(run.pk) in ("busy", "running_elsewhere"):
+        _wait(run.pk)
+    return Session.objects.get(pk=session.pk), CompactionRun.objects.get(pk=run.pk)

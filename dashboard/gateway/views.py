@@ -1,5 +1,6 @@
-"""HTTP entry point of the gateway: ``POST /v1/chat/completions`` (thin: the work is in
-``chat``). The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
+"""HTTP entry points of the gateway: ``POST /v1/chat/completions`` (the work is in ``chat``),
+``POST /v1/responses/compact`` (in ``responses``), and ``/v1/responses``, which is not
+served and says so. The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from ..api.auth import BearerKey
 from ..models import Project
-from . import chat
+from . import chat, responses
 from .body import parse
 from .errors import GatewayError
 
@@ -77,3 +78,37 @@ def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
     for key, value in prep.headers.items():
         response[key] = value
     return response
+
+
+@csrf_exempt
+@require_POST
+def responses_compact(request: HttpRequest) -> HttpResponse:
+    try:
+        project = _project(request)
+        answer, headers = responses.compact(project, request.body, request.headers.get("X-Session-Id"))
+    except GatewayError as exc:
+        return exc.response()
+    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500, logged with its traceback
+        log.exception("gateway compaction failed")
+        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
+    response = HttpResponse(json.dumps(answer), content_type="application/json")
+    for key, value in headers.items():
+        response[key] = value
+    return response
+
+
+# What a client asking for an endpoint this gateway lacks is told it has instead.
+SERVED = "POST /v1/chat/completions, POST /v1/messages and POST /v1/responses/compact"
+
+
+@csrf_exempt
+def responses_not_served(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """``/v1/responses`` (creating or reading responses) is not served: an OpenAI-shaped 404
+    that names what is, so an SDK raises NotFoundError with a message that says what to do."""
+    try:
+        _project(request)
+    except GatewayError as exc:
+        return exc.response()
+    return GatewayError(404, f"{request.method} {request.path} is not served by this gateway; it serves {SERVED} "
+                             f"(send the whole conversation each time: the gateway keeps and compacts it)",
+                        code="unsupported_endpoint").response()

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from compaction import PRESETS
 
+from ..selectors.gateway_calls import calls_cost, calls_page
 from ..selectors.session_page import (
     message_at,
     message_part,
@@ -35,6 +36,9 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = overview_context(session, request.GET.get("summary_key") or None)
     ctx.update({"nav": "session", "tab": "overview", "presets": list(PRESETS), "dir": "",
                 "page": transcript_page(session, ctx["runs"], _transcript_start(request))})
+    ctx["calls_cost"] = calls_cost(session)
+    if ctx["calls_cost"] is not None:
+        ctx["calls"] = calls_page(session, int_param(request, "calls_before", None))
     return page(request, "pages/session.html", ctx, project=session.project)
 
 

@@ -1,0 +1,145 @@
+"""OpenAI Responses items and the chat messages the service stores, both ways.
+
+In: ``message`` items (or role-only "easy" messages), ``function_call``,
+``function_call_output``, and the ``compaction`` items this gateway returned earlier
+(their summary is in clear, so they read back as the summary text). A ``reasoning`` item
+is dropped: it is the model's own, encrypted, and chat messages have no place for it.
+Anything else is refused, naming the item.
+
+Out: the live context after a compaction, as Responses output items. A compaction's
+summary becomes one ``compaction`` item whose text is readable (``summary``, and
+``encrypted_content`` too, since OpenAI's SDKs read that field; nothing here is
+encrypted) with the archive handle that gives back what it replaced; the acknowledgement
+turn the engine may add after a summary has no item of its own."""
+from __future__ import annotations
+
+from typing import Any
+
+from compaction.messages import text_of
+
+from .errors import bad_request
+
+# Marks the compaction items this gateway writes: only those can be read back.
+CREATED_BY = "compaction-studio"
+
+_TEXT_PARTS = ("input_text", "output_text", "text", "refusal")
+
+
+def _text_of_part(part: dict[str, Any]) -> str:
+    return str(part.get("text") if part.get("type") != "refusal" else part.get("refusal") or "")
+
+
+def _content(content: Any, where: str, role: str) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise bad_request(f"{where}.content: give a string or a list of content parts", param=f"{where}.content")
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _TEXT_PARTS:
+            parts.append({"type": "text", "text": _text_of_part(part)})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str) and role == "user":
+            parts.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
+        else:
+            raise bad_request(f"{where}.content[{j}]: content part {kind!r} is not served here (text parts, and images "
+                              f"given by image_url in user messages, are)", param=f"{where}.content[{j}]")
+    if role == "assistant" or (len(parts) == 1 and parts[0]["type"] == "text"):
+        return "".join(p.get("text", "") for p in parts)
+    return parts
+
+
+def _string(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise bad_request(f"{where}.{key}: give a non-empty string", param=f"{where}.{key}")
+    return value
+
+
+def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
+    """Chat messages for a Responses ``input`` (a string or a list of items), with
+    ``instructions`` first as a system message."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
+    if isinstance(items, str):
+        return out + [{"role": "user", "content": items}]
+    if not isinstance(items, list) or not items:
+        raise bad_request("input: give a string or a non-empty list of items", param="input")
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise bad_request(f"{where}: each item is an object", param=where)
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "assistant", "system", "developer"):
+                raise bad_request(f"{where}.role: one of user, assistant, system, developer", param=f"{where}.role")
+            out.append({"role": role, "content": _content(item.get("content"), where, role)})
+        elif kind == "function_call":
+            call = {"id": _string(item, "call_id", where), "type": "function",
+                    "function": {"name": _string(item, "name", where), "arguments": item.get("arguments") or ""}}
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)  # parallel calls share one assistant turn
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            text = output if isinstance(output, str) else _content(output, where, "assistant")
+            out.append({"role": "tool", "tool_call_id": _string(item, "call_id", where), "content": text})
+        elif kind == "compaction":
+            summary = item.get("summary")
+            if item.get("created_by") != CREATED_BY or not isinstance(summary, str):
+                raise bad_request(f"{where}: this compaction item was not made by this gateway, and its encrypted content "
+                                  f"cannot be read here; send the conversation's items instead", param=where)
+            out.append({"role": "user", "content": summary})
+        elif kind == "reasoning":
+            continue
+        else:
+            raise bad_request(f"{where}: item type {kind!r} is not served here (message, function_call, "
+                              f"function_call_output and this gateway's compaction items are)", param=f"{where}.type")
+    return out
+
+
+def _message_item(role: str, content: Any, item_id: str) -> dict[str, Any]:
+    if role == "assistant":
+        return {"type": "message", "id": item_id, "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text_of(content), "annotations": []}]}
+    parts: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else [{"type": "text", "text": content or ""}]:
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            parts.append({"type": "input_image", "image_url": (part.get("image_url") or {}).get("url"), "detail": "auto"})
+        else:
+            parts.append({"type": "input_text", "text": text_of([part]) if isinstance(part, dict) else str(part)})
+    return {"type": "message", "id": item_id, "role": role, "status": "completed", "content": parts}
+
+
+def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: str,
+              skip_first: bool = False) -> list[dict[str, Any]]:
+    """Responses output items for the live context items (``SessionContext.load_items``);
+    ``skip_first`` leaves out the instructions message the request gave (the client sends
+    them again with its next request)."""
+    out: list[dict[str, Any]] = []
+    for n, entry in enumerate(live):
+        if skip_first and n == 0:
+            continue
+        raw, provenance = entry.get("message") or {}, entry.get("provenance")
+        item_id = f"{prefix}_{n}"
+        if provenance == "summary":
+            text = text_of(raw.get("content"))
+            out.append({"type": "compaction", "id": item_id, "created_by": CREATED_BY, "summary": text,
+                        "encrypted_content": text, "archive": archive})
+            continue
+        if provenance == "acknowledgement":
+            continue
+        role = raw.get("role")
+        if role == "tool":
+            out.append({"type": "function_call_output", "id": item_id, "call_id": raw.get("tool_call_id"),
+                        "output": text_of(raw.get("content")), "status": "completed"})
+            continue
+        if role != "assistant" or raw.get("content") not in (None, ""):
+            out.append(_message_item(str(role), raw.get("content"), item_id))
+        for k, call in enumerate(raw.get("tool_calls") or []):
+            fn = call.get("function") or {}
+            out.append({"type": "function_call", "id": f"{item_id}_{k}", "call_id": call.get("id"),
+                        "name": fn.get("name"), "arguments": fn.get("arguments") or "", "status": "completed"})
+    return out

@@ -1,0 +1,133 @@
+"""``POST /v1/responses/compact``: OpenAI's standalone compaction, done with the project's
+policy.
+
+The request's items become chat messages (``items``) and are stored like a chat request's
+(``identity``: the same session when the history continues one, a new session otherwise);
+then a forced run compacts the live context through the run machinery (``compact``), and
+the answer is that context as Responses output items: the messages kept, and one readable
+``compaction`` item for the summary, with the archive handle of what it replaced.
+``usage`` is what the summarizer's provider reported for the run (zero when no model was
+called, e.g. with the offline extractive summarizer or when there was nothing to compact)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from compaction.errors import SessionValidationError
+from compaction.messages import validate_message
+
+from ..models import CompactionRun, Project, RunStatus, Session, SessionContext
+from ..services.common import text_problem
+from ..services.gateway_calls import record_quietly
+from . import chat, upstream
+from .body import ChatBody
+from .compact import compact_now
+from .errors import GatewayError, bad_request
+from .identity import place
+from .items import to_messages, to_output
+
+ENDPOINT = "responses/compact"
+# Fields of OpenAI's compact request that change nothing here (prompt caching and service
+# tiers belong to OpenAI's own servers); they are accepted so an unchanged client works.
+IGNORED = frozenset({"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier"})
+KNOWN = IGNORED | {"model", "input", "instructions", "previous_response_id"}
+
+
+@dataclass
+class CompactBody:
+    model: str
+    messages: list[dict[str, Any]]
+    instructions: str | None
+
+
+def parse(data: bytes) -> CompactBody:
+    """The checked body; a GatewayError (400) naming the field otherwise."""
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise bad_request(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise bad_request("the body must be a JSON object")
+    unknown = sorted(set(body) - KNOWN)
+    if unknown:
+        raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    if body.get("previous_response_id") is not None:
+        raise bad_request("previous_response_id: this gateway keeps no responses to continue from; send the "
+                          "conversation's items in input", param="previous_response_id")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip() or len(model) > 200 or text_problem(model):
+        raise bad_request("model: give the model name as a non-empty string of at most 200 characters", param="model")
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise bad_request("instructions: give a string", param="instructions")
+    messages = to_messages(body.get("input"), instructions or None)
+    for i, raw in enumerate(messages):
+        try:
+            validate_message(raw, i)
+        except SessionValidationError as exc:
+            raise bad_request(f"input: message {i} (after instructions, counting each assistant turn's function calls "
+                              f"as one message): {str(exc).split(': ', 1)[-1]}", param="input") from None
+    return CompactBody(model.strip(), messages, instructions or None)
+
+
+def _usage(run: CompactionRun) -> dict[str, int]:
+    """The summarizer's provider usage over the run's attempts (failed ones were billed too)."""
+    prompt = completion = 0
+    for attempt in run.attempts or []:
+        usage = (attempt or {}).get("usage") or {}
+        prompt += int(usage.get("prompt_tokens") or 0)
+        completion += int(usage.get("completion_tokens") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion}
+
+
+def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict[str, int]) -> dict[str, Any]:
+    live = SessionContext.objects.get(session_id=session.pk).load_items()
+    first = live[0] if live else {}
+    # The instructions are sent again with the client's next request: not part of the window.
+    skip_first = bool(body.instructions) and first.get("provenance") == "original" and first.get("ordinal") == 0
+    # The handle: the archive entries the summary replaced, each readable through the API
+    # with the project's key (the summary text names them too, for an agent's archive tools).
+    archive = {"session": session.pk, "run": run.pk,
+               "entries": [{"id": ref, "url": f"/api/archive/{ref}"} for ref in run.archive_refs or []]}
+    finished = run.finished_at or timezone.now()
+    return {"id": f"resp_cs_{session.pk}_{run.pk}", "object": "response.compaction",
+            "created_at": int(finished.timestamp()),
+            "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", skip_first=skip_first),
+            "usage": {"input_tokens": usage["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": usage["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}}
+
+
+def compact(project: Project, data: bytes, session_header: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the ``response.compaction`` object, the gateway's headers)."""
+    started = time.perf_counter()
+    body = parse(data)
+    upstream.check_window(body.model, chat.policy_for(project, body.model).context_window)
+    placement = place(project, ChatBody(model=body.model, messages=body.messages), session_header)
+    before = placement.session.context_total
+    compaction_started = time.perf_counter()
+    session, run = compact_now(placement.session, f"gateway: POST /v1/{ENDPOINT}")
+    compaction_s = time.perf_counter() - compaction_started
+    usage = _usage(run)
+
+    def record(status: int) -> None:
+        record_quietly(session.pk, endpoint=ENDPOINT, model=body.model, status_code=status, run=run.pk,
+                       estimated_prompt_tokens=before, usage=usage, price_model=run.model or None,
+                       upstream_ms=compaction_s * 1000,
+                       overhead_ms=(time.perf_counter() - started - compaction_s) * 1000)
+
+    if run.status not in (RunStatus.SUCCEEDED, RunStatus.SKIPPED):
+        failure = GatewayError(502, f"the compaction did not succeed (run {run.pk}, {run.status}): "
+                                    f"{run.error or 'see the run page'}; the items are stored in session {session.pk}",
+                               type="server_error")
+        record(failure.status)
+        raise failure
+    answer = _answer(session, run, body, usage)
+    record(200)
+    headers = {"X-Compaction-Session": str(session.pk), "X-Compaction-Run": str(run.pk),
+               "X-Context-Tokens": str(session.context_total)}
+    return answer, headers
