@@ -222,12 +222,13 @@ def _calls_from_openai(calls: list[JSONObject]) -> tuple[list[JSONObject], list[
     for call in calls:
         fn = call.get("function") or {}
         text = fn.get("arguments") or "{}"
+        error: str | None = None
         try:
             args = json.loads(text)
         except ValueError as exc:
             args, error = None, f"arguments are not JSON: {exc}"
-        else:
-            error = None if isinstance(args, dict) else "arguments are not a JSON object"
+        if error is None and not isinstance(args, dict):
+            error = "arguments are not a JSON object"
         if error is None:
             good.append({"name": fn.get("name", ""), "args": args, "id": call.get("id"), "type": "tool_call"})
         else:
@@ -449,21 +450,24 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _process_remote(self, messages: Sequence[AnyMessage], start: int, raws: list[RawMessage],
                         compact: bool) -> dict[str, Any] | None:
         assert self.client is not None
-        fresh = start == 0 or self.remote_session_id is None
+        session_id = self.remote_session_id
+        fresh = start == 0 or session_id is None
+        if not raws:
+            return None
         tracker = CallTracker() if fresh else self._tracker
         check_batch(INTEGRATION, tracker, raws, start)
-        if fresh:
+        if session_id is None or fresh:
+            # With a policy of its own the session is checked from the first append on (the
+            # import would be checked against the project's policy, before the override).
             answer = self.client.import_session(raws, title=f"LangChain agent {self._next_session_id()}",
-                                                external_id=None, auto_compact=compact)
-            self.remote_session_id = int(answer["session"]["id"])
+                                                external_id=None, auto_compact=compact and not self._policy_given)
+            session_id = self.remote_session_id = int(answer["session"]["id"])
             if self._policy_given:
                 name = f"langchain {self.session_id} {content_hash(self.policy.to_json())[:12]}"
-                self.client.use_policy(self.remote_session_id, name, self.policy.to_json())
+                self.client.use_policy(session_id, name, self.policy.to_json())
             run = answer.get("compaction")
-        elif raws:
-            run = self.client.append(self.remote_session_id, raws, auto_compact=compact).get("compaction")
         else:
-            run = None
+            run = self.client.append(session_id, raws, auto_compact=compact).get("compaction")
         for offset, raw in enumerate(raws):
             tracker.feed(raw, start + offset)
         self._tracker = tracker
@@ -471,7 +475,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not run:
             return None
         self.client.wait_for_run(run, self.remote_wait_seconds)
-        served = self.client.context(self.remote_session_id)
+        served = self.client.context(session_id)
         if served is None:
             return None
         tag = served.tag
