@@ -177,6 +177,43 @@ def test_async_agent_compacts_too():
     assert all(model_input_tokens(middleware, sent) <= middleware.session.usable_window for sent in model.calls)
 
 
+def test_the_same_messages_through_the_same_policy_give_the_same_contexts():
+    def drive(middleware, steps: int) -> list[list]:
+        """What the agent loop does with the middleware's answers, messages with fixed ids."""
+        state, sent = [HumanMessage("Read every module.", id="u")], []
+        for i in range(steps):
+            update = middleware.process(state)
+            if update is not None:
+                state = update["messages"][1:]  # after RemoveMessage(REMOVE_ALL_MESSAGES)
+            sent.append(list(state))
+            call = tool_loop_script(steps)[i]
+            state = state + [call, ToolMessage(read_file.invoke({"path": f"src/module_{i}.py"}),
+                                               tool_call_id=call.tool_calls[0]["id"], id=f"tool-{i}")]
+        return sent
+
+    first = drive(CompactionMiddleware(policy(), session_id="same"), 40)
+    second = drive(CompactionMiddleware(policy(), session_id="same"), 40)
+    assert first == second
+    assert any(m.id.startswith("same:") for m in first[-1]), "the loop was meant to compact"
+
+
+def test_a_checkpointed_thread_continues_the_same_session():
+    from langgraph.checkpoint.memory import InMemorySaver  # noqa: PLC0415 - only this test needs a checkpointer
+
+    middleware = CompactionMiddleware(policy(), session_id="thread")
+    script = tool_loop_script(30, "p") + tool_loop_script(30, "q")
+    model = LoopModel(messages=iter(script), calls=[])
+    agent = create_agent(model, [read_file], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}, "recursion_limit": 500}
+    agent.invoke({"messages": [HumanMessage("first task", id="u1")]}, config)
+    session = middleware.session
+    agent.invoke({"messages": [HumanMessage("second task", id="u2")]}, config)
+    assert middleware.session is session, "the second turn must continue, not start over"
+    history = [from_openai(r) for r in session.replay()]
+    assert [m.id for m in history if isinstance(m, HumanMessage)] == ["u1", "u2"]
+    assert len(history) == 2 * (1 + 2 * 30 + 1)
+
+
 def test_a_new_conversation_gets_a_session_of_its_own():
     middleware = CompactionMiddleware(policy(), session_id="reuse")
     run_agent(middleware, 3, "x")
