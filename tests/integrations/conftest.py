@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.service.conftest import _eager_celery, _llm_key, project  # noqa: F401
+from tests.service.conftest import _eager_celery, _llm_key, project, start_worker  # noqa: F401
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

@@ -294,6 +294,21 @@ def test_remote_mode_compacts_in_the_service_and_the_dashboard_has_the_run(live_
     assert any("summary" in str(m.content).lower() or m.id.startswith("remote:") for m in model.calls[-1])
 
 
+@pytest.mark.slow
+def test_remote_mode_waits_for_the_run_a_worker_does(live_server, project, start_worker):
+    from dashboard.models import CompactionRun  # noqa: PLC0415 - Django models need the test database set up first
+
+    start_worker("filesystem")
+    middleware = CompactionMiddleware(policy(6000), service_url=live_server.url, api_key=project.test_key,
+                                      session_id="queued", remote_wait_seconds=120)
+    model, _ = run_agent(middleware, 25)
+    runs = CompactionRun.objects.filter(session_id=middleware.remote_session_id)
+    assert runs.filter(status="succeeded", inline=False).exists(), list(runs.values("status", "inline", "error"))
+    for sent in model.calls:
+        check_tool_pairs([to_openai(m) for m in sent])
+        assert model_input_tokens(middleware, sent) <= 6000
+
+
 def test_remote_mode_names_the_service_when_it_refuses(live_server, transactional_db):
     middleware = CompactionMiddleware(policy(), service_url=live_server.url, api_key="not-a-key")
     with pytest.raises(Exception, match=r"compaction service: importing the session failed \(HTTP 401\)"):
