@@ -307,8 +307,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``context_window`` (else the window of its ``model``) is the window kept. Local mode
     unless ``service_url`` is given: then ``api_key`` (a project key of the service) is
     required, runs happen in the service and ``archive`` is not used (the service keeps
-    the archive). ``session_id`` names the session (the archive's key locally, the
-    session's external id remotely). ``summarizer``: a LangChain chat model (e.g. the
+    the archive). ``session_id`` names the session (the archive's key locally, the stored
+    session's title remotely); a later conversation through the same middleware (a list
+    that does not continue the last one) gets ``<session_id>-2``, ``-3``, ... ``summarizer``: a LangChain chat model (e.g. the
     agent's own) that writes summaries in local mode instead of the policy's summarizer
     model. ``remote_wait_seconds``: how long a call waits for a run the service queued.
     """
@@ -345,7 +346,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # where the state's list stood after our last answer: its length and last message
         self._known = 0
         self._last: AnyMessage | None = None
-        # remote mode: the service's session, its context tag and the call bookkeeping
+        # remote mode: the service's session and its tool-call bookkeeping
         self.remote_session_id: int | None = None
         self._tracker = CallTracker()
 
@@ -370,6 +371,8 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The state update for ``messages`` (the agent state's list): None when the
         context stays as it is, else every message replaced by the compacted context.
         ``compact=False`` only records what is new."""
+        if not messages:
+            return None
         with self._lock:
             start = self._continues_at(messages)
             new = list(messages[start:])
@@ -394,19 +397,20 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._known = len(messages)
         self._last = messages[-1] if messages else None
 
-    def _next_session_id(self) -> str:
-        self._conversations += 1
-        return self.session_id if self._conversations == 1 else f"{self.session_id}-{self._conversations}"
+    def _conversation_id(self, number: int) -> str:
+        """The session id of the ``number``-th conversation through this middleware."""
+        return self.session_id if number == 1 else f"{self.session_id}-{number}"
 
     # local mode
     def _process_local(self, messages: Sequence[AnyMessage], start: int, new: list[AnyMessage],
                        raws: list[RawMessage], compact: bool) -> dict[str, Any] | None:
         session = self.session if start else None
         if session is None:
-            session = CompactionSession(self.policy, archive=self.archive, session_id=self._peek_session_id())
+            session = CompactionSession(self.policy, archive=self.archive,
+                                        session_id=self._conversation_id(self._conversations + 1))
         check_batch(INTEGRATION, session.live.tracker, raws, start)
-        if session is not self.session:
-            self._next_session_id()
+        if session is not self.session:  # installed only once its first batch passed the check
+            self._conversations += 1
             self.session, self._originals = session, {}
         edited = False
         for message, raw in zip(new, raws):
@@ -421,10 +425,6 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not edited and not isinstance(outcome, Outcome):
             return None
         return self._replace_with(self._render_local(session))
-
-    def _peek_session_id(self) -> str:
-        n = self._conversations + 1
-        return self.session_id if n == 1 else f"{self.session_id}-{n}"
 
     def _render_local(self, session: CompactionSession) -> list[AnyMessage]:
         held = session.live.messages
@@ -459,7 +459,8 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if session_id is None or fresh:
             # With a policy of its own the session is checked from the first append on (the
             # import would be checked against the project's policy, before the override).
-            answer = self.client.import_session(raws, title=f"LangChain agent {self._next_session_id()}",
+            self._conversations += 1
+            answer = self.client.import_session(raws, title=f"LangChain agent {self._conversation_id(self._conversations)}",
                                                 external_id=None, auto_compact=compact and not self._policy_given)
             session_id = self.remote_session_id = int(answer["session"]["id"])
             if self._policy_given:
