@@ -28,6 +28,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from compaction import FileArchive, get_preset, replay
 from compaction.compactor import counter_for
@@ -35,6 +36,7 @@ from compaction.context import check_tool_pairs
 from compaction.integrations.intake import IntegrationInputError
 from compaction.integrations.langchain import CompactionMiddleware, from_openai, to_openai
 from compaction.messages import wrap_originals
+from dashboard.models import CompactionRun, Session, StoredMessage
 
 REPO = Path(__file__).resolve().parents[2]
 WINDOW = 8000
@@ -198,8 +200,6 @@ def test_the_same_messages_through_the_same_policy_give_the_same_contexts():
 
 
 def test_a_checkpointed_thread_continues_the_same_session():
-    from langgraph.checkpoint.memory import InMemorySaver  # noqa: PLC0415 - only this test needs a checkpointer
-
     middleware = CompactionMiddleware(policy(), session_id="thread")
     script = tool_loop_script(30, "p") + tool_loop_script(30, "q")
     model = LoopModel(messages=iter(script), calls=[])
@@ -276,8 +276,6 @@ def test_mode_arguments_are_checked():
 
 @pytest.mark.django_db(transaction=True)
 def test_remote_mode_compacts_in_the_service_and_the_dashboard_has_the_run(live_server, project):
-    from dashboard.models import CompactionRun, Session, StoredMessage  # noqa: PLC0415 - Django models need the test database set up first
-
     middleware = CompactionMiddleware(policy(6000), service_url=live_server.url, api_key=project.test_key,
                                       session_id="remote")
     model, originals = run_agent(middleware, 40)
@@ -296,8 +294,6 @@ def test_remote_mode_compacts_in_the_service_and_the_dashboard_has_the_run(live_
 
 @pytest.mark.slow
 def test_remote_mode_waits_for_the_run_a_worker_does(live_server, project, start_worker):
-    from dashboard.models import CompactionRun  # noqa: PLC0415 - Django models need the test database set up first
-
     start_worker("filesystem")
     middleware = CompactionMiddleware(policy(6000), service_url=live_server.url, api_key=project.test_key,
                                       session_id="queued", remote_wait_seconds=120)
