@@ -1,6 +1,6 @@
 """Per-call overhead of the LangChain middleware, beside LangChain's SummarizationMiddleware.
 
-    python bench/integration_overhead.py [--sizes 1000,10000] [--calls 200]
+    python bench/integration_overhead.py [--sizes 1000,10000] [--calls 200] [--langchain-max 10000]
 
 An agent state of N LangChain messages (user / assistant-with-tool-call / tool result
 rounds, texts from the corpus) is handed to ``CompactionMiddleware`` once (its first call
@@ -12,6 +12,9 @@ messages, in the same run, ``SummarizationMiddleware.before_model`` is timed wit
 that never fires (it counts the whole list on every call). Output, one line per size:
 
     n=<N> ours_us=<median> langchain_us=<median> ratio=<langchain/ours>
+
+Sizes above ``--langchain-max`` time ours only (LangChain's check takes about a second
+per call at 100k on a busy machine).
 
 Needs the ``langchain`` extra (``pip install .[langchain]``). Prints figures only.
 """
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--calls", type=int, default=200, help="calls timed per size and middleware")
+    ap.add_argument("--langchain-max", type=int, default=10_000, help="largest size LangChain's check is timed at")
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     args = ap.parse_args(argv)
     try:
@@ -102,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     for n in (int(s) for s in args.sizes.split(",") if s):
         messages, extra = state_of(n, texts)
         ours = time_ours(messages, extra, args.calls)
+        if n > args.langchain_max:
+            print(f"n={n} ours_us={ours:.1f} (LangChain not timed above --langchain-max {args.langchain_max})")
+            continue
         theirs = time_langchain(messages, extra, args.calls)
         print(f"n={n} ours_us={ours:.1f} langchain_us={theirs:.1f} ratio={theirs / ours:.0f}")
 
