@@ -44,10 +44,13 @@ def _tags(value: Any) -> list[str]:
     return []
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def metadata_view(session: Session) -> MetadataView:
-    data = session.metadata if isinstance(session.metadata, dict) else {}
-    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-    openai = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    data = _mapping(session.metadata)
+    meta, openai = _mapping(data.get("meta")), _mapping(data.get("metadata"))
     chips: list[str] = _tags(data.get("tags")) + _tags(meta.get("tags")) + _tags(openai.get("tags"))
     for key in META_CHIP_KEYS:
         value = _scalar(meta.get(key))

@@ -61,7 +61,7 @@ def retention_score(retention: Any) -> float | None:
 
 
 def runs_page(project: Project, filters: ListFilters, *, cursor: str | None = None, prev: str | None = None,
-              limit: int = RUNS_PAGE) -> RunsPage:
+              limit: int | None = None) -> RunsPage:
     """One page of runs in the filters' sort order (newest first by default). Raises
     ServiceError on a damaged cursor."""
     policies = policies_by_combo(project) if filters.near else {}
@@ -76,7 +76,8 @@ def runs_page(project: Project, filters: ListFilters, *, cursor: str | None = No
         qs = qs.filter(match)
     sort = filters.sort or DEFAULT_SORT
     qs = qs.annotate(sort_key=RUN_SORTS.get(sort.lstrip("-"), F("id")))
-    found = keyset_page(qs, "sort_key", descending=sort.startswith("-"), cursor=cursor, prev=prev, limit=limit)
+    found = keyset_page(qs, "sort_key", descending=sort.startswith("-"), cursor=cursor, prev=prev,
+                        limit=limit or RUNS_PAGE)
     rows = [RunRow(run=r, tokens_before=_total(r.tokens_before), tokens_after=_total(r.tokens_after),
                    retention=retention_score(r.retention)) for r in found.items]
     return RunsPage(rows=rows, next_cursor=found.next_cursor, prev_cursor=found.prev_cursor)
