@@ -26,23 +26,26 @@
     if (!d || !d.x || !d.x.length) { el.setAttribute("data-chart-ready", "empty"); return; }
     var text = cssVar("--pico-color", "#333"), grid = cssVar("--pico-muted-border-color", "#ccc");
     var ok = cssVar("--ok-fg", "#15803d"), bad = cssVar("--bad-fg", "#b91c1c");
-    var bars = uPlot.paths.bars({ size: [0.4, 24], align: 0 });
+    // The two series stand side by side in each day's slot; a zero draws no bar.
+    var left = uPlot.paths.bars({ size: [0.4, 20], align: -1 }), right = uPlot.paths.bars({ size: [0.4, 20], align: 1 });
+    function gaps(values) { return values.map(function (v) { return v ? v : null; }); }
     var opts = {
       width: width(el), height: 220,
-      scales: { x: { time: true }, y: { range: function (u, lo, hi) { return [0, Math.max(1, hi)]; } } },
+      // half a day of room either side, so the first and last days' bars are not clipped
+      scales: { x: { time: true, range: function (u, lo, hi) { return [lo - 43200, hi + 43200]; } }, y: { range: function (u, lo, hi) { return [0, Math.max(1, hi)]; } } },
       series: [
         {},
-        { label: "compactions", stroke: ok, fill: ok, paths: bars, points: { show: false } },
-        { label: "failed", stroke: bad, fill: bad, paths: bars, points: { show: false } }
+        { label: "compactions", stroke: ok, fill: ok, paths: left, points: { show: false } },
+        { label: "failed", stroke: bad, fill: bad, paths: right, points: { show: false } }
       ],
       axes: [
         { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
         { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
           values: function (u, vals) { return vals.map(function (v) { return String(Math.round(v)); }); } }
       ],
-      legend: { show: true }
+      legend: { show: true, live: false }
     };
-    el._plot = new uPlot(opts, [d.x, d.succeeded, d.failed], el);
+    el._plot = new uPlot(opts, [d.x, gaps(d.succeeded), gaps(d.failed)], el);
     el.setAttribute("data-chart-ready", "true");
   }
 
