@@ -31,6 +31,8 @@
     function gaps(values) { return values.map(function (v) { return v ? v : null; }); }
     var opts = {
       width: width(el), height: 220,
+      // days are sent as UTC midnights: label them in UTC so no viewer sees the day before
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); },
       // half a day of room either side, so the first and last days' bars are not clipped
       scales: { x: { time: true, range: function (u, lo, hi) { return [lo - 43200, hi + 43200]; } }, y: { range: function (u, lo, hi) { return [0, Math.max(1, hi)]; } } },
       series: [

@@ -224,3 +224,8 @@ def test_delete_needs_the_csrf_token(client, user, small):
     strict.force_login(user)
     assert strict.post(reverse("pages:sessions-delete"), {"session": [str(small.pk)], "confirm": "1"}).status_code == 403
     assert Session.objects.filter(pk=small.pk).exists()
+
+
+def test_the_runs_link_carries_the_shared_filters_but_not_the_page_or_sort(web, small):
+    html = web.get(reverse("pages:sessions"), {"model": "gpt-4o", "sort": "title", "over": "1"}).content.decode()
+    assert 'href="/runs/?model=gpt-4o" data-testid="runs-of-these"' in html.replace("\n      data-testid", " data-testid")
