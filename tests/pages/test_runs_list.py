@@ -2,6 +2,8 @@
 sortable columns and keyset pages."""
 import re
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dashboard.models import CompactionRun
@@ -67,3 +69,26 @@ def test_sorting_on_status_and_paging_walk_every_run_once(web, project, grown, s
             break
         cursor = found.group(1)
     assert seen == [str(pk) for _status, pk in expected]
+
+
+def test_both_lists_cost_the_same_queries_for_3_and_for_30_sessions(web, project, django_capture_on_commit_callbacks):
+    def add(n, start):
+        for k in range(start, start + n):
+            s = factories.import_messages(project, factories.agent_messages(3 + k % 4, tag=f"c{k}"), title=f"c{k}",
+                                          model=("gpt-4o", "gpt-4o-mini")[k % 2])
+            if k % 3 == 0:
+                factories.force(s, capture=django_capture_on_commit_callbacks)
+
+    def count():
+        out = []
+        for url, params in ((reverse("pages:sessions"), {"sort": "-threshold", "near": "1"}),
+                            (reverse("pages:runs"), {"model": "gpt-4o", "sort": "status"})):
+            with CaptureQueriesContext(connection) as ctx:
+                assert web.get(url, params).status_code == 200
+            out.append(len(ctx.captured_queries))
+        return out
+
+    add(3, 0)
+    at_3 = count()
+    add(27, 3)
+    assert count() == at_3
