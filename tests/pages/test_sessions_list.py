@@ -126,8 +126,13 @@ def test_columns_sort_both_ways_and_pages_keep_the_order(web, project, monkeypat
             for k, n in enumerate(sizes)]
     monkeypatch.setattr("dashboard.selectors.sessions_list.SESSIONS_PAGE", 3)
     url = reverse("pages:sessions")
-    for sort in ("messages", "-messages"):
-        expected = sorted(made, key=lambda s: (s.message_count, s.pk), reverse=sort.startswith("-"))
+    made = list(Session.objects.filter(pk__in=[s.pk for s in made]))
+    keys = {"messages": lambda s: s.message_count, "title": lambda s: s.title.lower(),
+            "activity": lambda s: s.last_message_at or s.created_at, "threshold": lambda s: s.context_total,
+            "saved": lambda s: s.history_total - s.context_total}
+    for sort in ("messages", "-messages", "title", "-activity", "-threshold", "saved"):
+        key = keys[sort.lstrip("-")]
+        expected = sorted(made, key=lambda s, key=key: (key(s), s.pk), reverse=sort.startswith("-"))
         seen, params = [], {"sort": sort}
         while True:
             html = web.get(url, params).content.decode()
