@@ -8,7 +8,9 @@ from .views import (
     force_summarize,
     gateway_calls,
     layout,
+    overview,
     run_page,
+    runs_list,
     session_page,
     sessions_list,
     tuning,
@@ -17,13 +19,15 @@ from .views import (
 app_name = "pages"
 
 urlpatterns = [
-    path("", layout.home, name="home"),
+    path("", overview.overview, name="home"),
     path("login/", layout.login, name="login"),
     path("logout/", layout.logout, name="logout"),
     path("project/", layout.switch_project, name="switch-project"),
 
     path("sessions/", sessions_list.sessions_list, name="sessions"),
     path("sessions/upload/", sessions_list.upload, name="upload"),
+    path("sessions/delete/", sessions_list.delete, name="sessions-delete"),
+    path("runs/", runs_list.runs_list, name="runs"),
     path("projects/new/", sessions_list.create_project, name="create-project"),
 
     path("sessions/<int:pk>/", session_page.session_detail, name="session"),

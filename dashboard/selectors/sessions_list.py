@@ -1,20 +1,41 @@
-"""Reads of the sessions list: search, filters and cursor pages, each row with whether the
-session is over its trigger now."""
+"""Reads of the sessions list: search, filters, sort and keyset pages, each row with how
+close the session is to its trigger, its tokens saved and what its import said about it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Lower
 
 from compaction.triggers import evaluate
 
 from ..models import Project, Session
 from ..services.sessions import trigger_state
 from .effective_policies import over_threshold_q, policies_by_combo, policy_for
-from .pagination import decode_cursor, encode_cursor
+from .import_metadata import MetadataView, metadata_view
+from .list_filters import ListFilters, session_filter
+from .pagination import keyset_page
+from .threshold_ratio import threshold_ratio
 
 #: Sessions per page of the list.
 SESSIONS_PAGE = 25
+
+#: Sort names of the URL -> what they order on. "saved" is what the live context no longer
+#: holds of the history: the tokens each model call sends less than with no compaction.
+SESSION_SORTS = {
+    "created": F("id"),
+    "title": Lower("title"),
+    "messages": F("message_count"),
+    "context": F("context_total"),
+    "total": F("history_total"),
+    "saved": F("history_total") - F("context_total"),
+    "compactions": F("compaction_count"),
+    "activity": Coalesce("last_message_at", "created_at"),
+}
+#: The ratio to the trigger is sortable too; it is built per project (see threshold_ratio).
+SORT_NAMES = (*SESSION_SORTS, "threshold")
+DEFAULT_SORT = "-created"
 
 
 @dataclass(frozen=True)
@@ -23,6 +44,9 @@ class SessionRow:
     over: bool
     reason: str
     policy: str
+    ratio: float
+    saved: int
+    meta: MetadataView
 
 
 @dataclass(frozen=True)
@@ -32,19 +56,14 @@ class SessionsPage:
     prev_cursor: str | None
 
 
-@dataclass(frozen=True)
-class SessionFilters:
-    q: str = ""
-    compacted: bool = False
-    over: bool = False
-
-
-def sessions_page(project: Project, filters: SessionFilters, *, cursor: str | None = None,
+def sessions_page(project: Project, filters: ListFilters, *, cursor: str | None = None,
                   prev: str | None = None, limit: int = SESSIONS_PAGE) -> SessionsPage:
-    """Newest first. ``cursor`` pages to older sessions, ``prev`` back to newer ones
-    (both opaque tokens holding the id at the page edge). Raises ServiceError on a bad cursor."""
-    qs = Session.objects.filter(project=project).select_related("policy")
-    q = filters.q.strip()
+    """One page in the filters' sort order (newest first by default). ``cursor`` pages
+    forward, ``prev`` back (opaque tokens holding the sort value and id at the page edge).
+    Raises ServiceError on a damaged cursor."""
+    policies = policies_by_combo(project)
+    qs = Session.objects.filter(session_filter(project, filters, policies)).select_related("policy")
+    q = filters.q
     if q:
         match = Q(title__icontains=q) | Q(external_id__icontains=q)
         if q.isdigit():
@@ -52,29 +71,18 @@ def sessions_page(project: Project, filters: SessionFilters, *, cursor: str | No
         qs = qs.filter(match)
     if filters.compacted:
         qs = qs.filter(compaction_count__gt=0)
-    policies = policies_by_combo(project)
     if filters.over:
         qs = qs.filter(over_threshold_q(policies))
-    before, after = decode_cursor(cursor), decode_cursor(prev)
-    if after is not None and before is None:
-        items = list(qs.filter(pk__gt=after).order_by("id")[: limit + 1])
-        more_newer = len(items) > limit
-        items = list(reversed(items[:limit]))
-        has_next, has_prev = True, more_newer
-    else:
-        if before is not None:
-            qs = qs.filter(pk__lt=before)
-        items = list(qs.order_by("-id")[: limit + 1])
-        has_next = len(items) > limit
-        items = items[:limit]
-        has_prev = before is not None
+    sort = filters.sort or DEFAULT_SORT
+    name = sort.lstrip("-")
+    key: Any = threshold_ratio(policies) if name == "threshold" else SESSION_SORTS.get(name, F("id"))
+    qs = qs.annotate(sort_key=key, ratio=threshold_ratio(policies), saved=F("history_total") - F("context_total"))
+    found = keyset_page(qs, "sort_key", descending=sort.startswith("-"), cursor=cursor, prev=prev,
+                        limit=limit)
     rows = []
-    for s in items:
+    for s in found.items:
         policy = policies.get((s.model, s.policy_id)) or policy_for(project, s.model, s.policy)
         fired = evaluate(policy.trigger, trigger_state(s, policy))
-        rows.append(SessionRow(session=s, over=fired.fired, reason=fired.reason, policy=policy.name))
-    return SessionsPage(
-        rows=rows,
-        next_cursor=encode_cursor(items[-1].pk) if items and has_next else None,
-        prev_cursor=encode_cursor(items[0].pk) if items and has_prev else None,
-    )
+        rows.append(SessionRow(session=s, over=fired.fired, reason=fired.reason, policy=policy.name,
+                               ratio=float(s.ratio or 0.0), saved=max(0, int(s.saved)), meta=metadata_view(s)))
+    return SessionsPage(rows=rows, next_cursor=found.next_cursor, prev_cursor=found.prev_cursor)

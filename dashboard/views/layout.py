@@ -12,11 +12,6 @@ from ._common import PROJECT_KEY
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
-    return redirect("pages:sessions")
-
-
-@login_required
 @require_POST
 def switch_project(request: HttpRequest) -> HttpResponse:
     """Remember the chosen project in the browser session, then go back to the list (a
@@ -27,6 +22,6 @@ def switch_project(request: HttpRequest) -> HttpResponse:
     return redirect("pages:sessions")
 
 
-login = auth_views.LoginView.as_view(template_name="pages/login.html", next_page="pages:sessions",
+login = auth_views.LoginView.as_view(template_name="pages/login.html", next_page="pages:home",
                                      redirect_authenticated_user=True)
 logout = auth_views.LogoutView.as_view(next_page="pages:login")

@@ -1,21 +1,26 @@
-"""Sessions list: search, filters, cursor pages, and the upload form (every import format)."""
+"""Sessions list: search, filters, sort, cursor pages, bulk delete (with a confirm step),
+and the upload form (every import format)."""
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from compaction.formats import FORMATS
 
 from ..models import Project
-from ..selectors.sessions_list import SessionFilters, sessions_page
+from ..selectors.list_filters import filter_choices, parse_filters
+from ..selectors.sessions_list import DEFAULT_SORT, SORT_NAMES, sessions_page
 from ..services import ServiceError
 from ..services.keys import get_or_create_project
+from ..services.session_delete import delete_sessions, parse_ids, plan_delete
 from ..services.uploads import import_uploads
-from ._common import PROJECT_KEY, current_project, htmx_target, is_htmx, page
+from ._common import PROJECT_KEY, current_project, htmx_target, is_htmx, page, safe_next
 
 FORMAT_LABELS = {
     "": "Detect automatically",
@@ -27,8 +32,7 @@ FORMAT_LABELS = {
 
 
 def _list_context(request: HttpRequest, project: Project | None) -> dict[str, Any]:
-    filters = SessionFilters(q=request.GET.get("q", "")[:200], compacted=request.GET.get("compacted") == "1",
-                             over=request.GET.get("over") == "1")
+    filters = parse_filters(request.GET, SORT_NAMES, DEFAULT_SORT)
     error = listing = None
     if project is not None:
         try:
@@ -36,7 +40,8 @@ def _list_context(request: HttpRequest, project: Project | None) -> dict[str, An
         except ServiceError as exc:  # a cursor edited by hand: show the first page and say so
             error = str(exc)
             listing = sessions_page(project, filters)
-    return {"filters": filters, "listing": listing, "list_error": error}
+    choices = filter_choices(project) if project is not None else {}
+    return {"filters": filters, "listing": listing, "list_error": error, "choices": choices}
 
 
 def _upload_context(**extra: Any) -> dict[str, Any]:
@@ -89,3 +94,27 @@ def create_project(request: HttpRequest) -> HttpResponse:
         project, _ = get_or_create_project(name)
         request.session[PROJECT_KEY] = project.pk
     return redirect("pages:sessions")
+
+
+@login_required
+@require_POST
+def delete(request: HttpRequest) -> HttpResponse:
+    """Delete the ticked sessions. Without ``confirm`` it shows what would go (sessions,
+    runs, archive entries) and asks; with it, deletes all of them or none and goes back to
+    the list. A refusal (unknown id, a run in progress) is shown on the confirm page."""
+    _projects, project = current_project(request)
+    back = safe_next(request, request.POST.get("next"), reverse("pages:sessions"))
+    ctx: dict[str, Any] = {"nav": "sessions", "project": project, "next": back}
+    if project is None:
+        return redirect("pages:sessions")
+    try:
+        ids = parse_ids(request.POST.getlist("session"))
+        if request.POST.get("confirm") == "1":
+            deleted = delete_sessions(project, ids)
+            messages.success(request, f"Deleted {deleted} session{'s' if deleted != 1 else ''}.")
+            return redirect(back)
+        ctx["plan"] = plan_delete(project, ids)
+    except ServiceError as exc:
+        ctx["delete_error"] = str(exc)
+        return page(request, "pages/sessions_delete.html", ctx, status=exc.status)
+    return page(request, "pages/sessions_delete.html", ctx)

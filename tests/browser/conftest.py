@@ -93,7 +93,7 @@ def signed_in(page, live_server, user, console):
     page.fill("#id_username", "alice")
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/sessions/")
+    page.wait_for_url(live_server.url + "/")
 
     def url(path: str) -> str:
         return live_server.url + path

@@ -23,7 +23,7 @@ def test_no_serious_or_critical_violations(page, signed_in, console, project):
     s = factories.grow(project, factories.agent_messages(30, tag="y"), title="Accessible session")
     run = CompactionRun.objects.filter(session=s, status="succeeded").order_by("-id").first()
     entry = StoredArchiveEntry.objects.filter(run=run).first()
-    paths = ["/sessions/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
+    paths = ["/", "/sessions/", "/runs/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
              f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/"]
     found = {}
     for theme in ("light", "dark"):

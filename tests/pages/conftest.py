@@ -11,6 +11,7 @@ import pytest  # noqa: E402
 from dashboard.celery import app
 from dashboard.models import CompactionRun, RunStatus
 from tests.pages import factories  # noqa: E402
+from tests.support.llm_server import ScriptedLLMServer, error  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +60,23 @@ def grown(project, django_capture_on_commit_callbacks):
 @pytest.fixture
 def last_run(grown):
     return CompactionRun.objects.filter(session=grown, status=RunStatus.SUCCEEDED).order_by("-id").first()
+
+
+# -- Dashboard v2 lists: a run that really fails -------------------------------------------
+
+@pytest.fixture
+def fail_run(settings, monkeypatch, django_capture_on_commit_callbacks):
+    """force(session) whose summarizer answers 503 every time: a real failed run."""
+
+    def _fail(session):
+        monkeypatch.setenv("CS_TEST_LLM_KEY", "test-key")
+        with ScriptedLLMServer() as server:
+            settings.COMPACTION_CONNECTIONS = [{"name": "scripted", "models": ["openai/scripted"],
+                                                "api_base": server.api_base, "api_key_env": "CS_TEST_LLM_KEY",
+                                                "allow_private_network": True}]
+            server.script(*[error(503, "overloaded") for _ in range(6)])
+            return factories.force(session, capture=django_capture_on_commit_callbacks, overrides={
+                "summarizer.model": "openai/scripted", "summarizer.connection": "scripted",
+                "summarizer.retry": {"max_retries": 1, "backoff_base": 0, "backoff_cap": 0, "jitter": 0}})
+
+    return _fail

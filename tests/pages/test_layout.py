@@ -9,7 +9,8 @@ from tests.pages import factories
 
 def page_urls(session, run, entry_id):
     return [
-        reverse("pages:home"), reverse("pages:sessions"), reverse("pages:session", args=[session.pk]),
+        reverse("pages:home"), reverse("pages:sessions"), reverse("pages:runs"),
+        reverse("pages:session", args=[session.pk]),
         reverse("pages:transcript", args=[session.pk]), reverse("pages:message", args=[session.pk, 0]),
         reverse("pages:run", args=[run.pk]), reverse("pages:run-progress", args=[run.pk]),
         reverse("pages:before-after", args=[run.pk]), reverse("pages:archive", args=[session.pk]),
@@ -31,15 +32,15 @@ def test_every_write_needs_a_login_too(client, grown):
     for name in ("pages:force", "pages:tuning-preview", "pages:tuning-save"):
         r = client.post(reverse(name, args=[grown.pk]))
         assert r.status_code == 302 and r["Location"].startswith(reverse("pages:login"))
-    for name in ("pages:upload", "pages:switch-project", "pages:create-project"):
+    for name in ("pages:upload", "pages:switch-project", "pages:create-project", "pages:sessions-delete"):
         r = client.post(reverse(name))
         assert r.status_code == 302 and r["Location"].startswith(reverse("pages:login"))
 
 
-def test_signing_in_leads_to_the_sessions_list(client, user):
+def test_signing_in_leads_to_the_overview(client, user):
     r = client.post(reverse("pages:login"), {"username": "alice", "password": "correct horse battery"})
-    assert r.status_code == 302 and r["Location"] == reverse("pages:sessions")
-    assert client.get(reverse("pages:sessions")).status_code == 200
+    assert r.status_code == 302 and r["Location"] == reverse("pages:home") == "/"
+    assert b"<h1>Overview</h1>" in client.get(reverse("pages:home")).content
 
 
 def test_a_wrong_password_is_refused_on_the_login_page(client, user):
