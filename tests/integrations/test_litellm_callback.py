@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from pathlib import Path
 
 import litellm
 import pytest
@@ -190,3 +191,19 @@ def test_a_refused_message_names_the_integration_index_and_fault_and_changes_not
     # the conversation carries on from where it was
     fine = history + [{"role": "user", "content": "next"}]
     assert handler.compact_request({"messages": fine, "metadata": {"conversation_id": "c"}})["messages"] == fine
+
+
+def test_the_readme_snippet_runs():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("### litellm", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert 'model="gpt-4o-mini"' in code
+    # litellm's mock response stands in for the provider (no network here)
+    code = code.replace('model="gpt-4o-mini"', 'model="gpt-4o-mini", mock_response="Reading it now."')
+    before = list(litellm.callbacks)
+    scope: dict = {}
+    try:
+        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+    finally:
+        litellm.callbacks = before
+    assert scope["reply"].choices[0].message.content == "Reading it now."
+    assert scope["handler"].conversations.session("run-42").live.next_ordinal == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -52,8 +53,8 @@ def read_file(path: str) -> str:
 
 
 class ScriptedModel(Model):
-    """Each turn: first a call of read_file, then, once its output is in the input, an
-    answer. Records the input of every call."""
+    """Each turn: first a call of read_file (when the agent has tools), then, once its
+    output is in the input, an answer. Records the input of every call."""
 
     def __init__(self) -> None:
         self.inputs: list[list[dict]] = []
@@ -65,7 +66,7 @@ class ScriptedModel(Model):
         self.inputs.append(items)
         self.calls += 1
         last = items[-1]
-        if isinstance(last, dict) and last.get("type") == "function_call_output":
+        if not tools or (isinstance(last, dict) and last.get("type") == "function_call_output"):
             out = [ResponseOutputMessage(id=f"msg_{self.calls}", type="message", role="assistant", status="completed",
                                          content=[ResponseOutputText(type="output_text", annotations=[],
                                                                      text=f"Done with step {self.calls}. {FILLER}")])]
@@ -172,3 +173,27 @@ def test_refused_items_name_the_integration_position_and_fault_and_write_nothing
     assert error.index == 3 and error.fault == fault
     assert after == before
     assert Session.objects.get(pk=session.service_session).message_count == 2
+
+
+# -- the README's promise -------------------------------------------------------------------------
+
+def readme_snippet(heading: str) -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    return readme.split(heading, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_snippet_runs(service, project):
+    code = readme_snippet("### OpenAI Agents SDK")
+    assert 'model="gpt-4.1"' in code and "http://127.0.0.1:8000" in code
+    # the scripted model stands in for the provider (no network here)
+    code = (code.replace('model="gpt-4.1"', "model=scripted").replace("http://127.0.0.1:8000", service.url)
+            .replace("YOUR_PROJECT_KEY", project.test_key))
+    agents.set_tracing_disabled(True)
+    scope: dict = {"scripted": ScriptedModel()}
+    try:
+        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+    finally:
+        agents.set_tracing_disabled(False)
+    assert scope["result"].final_output.startswith("Done with step")
+    stored = Session.objects.get(pk=scope["session"].service_session)
+    assert stored.message_count == 2 and stored.title == "run-42"
