@@ -26,7 +26,7 @@ from typing import Any
 
 from ..archive import ArchiveBackend, MemoryArchive
 from ..compactor import Hooks
-from ..messages import RawMessage, canonical_json, content_hash
+from ..messages import Message, RawMessage, canonical_json, content_hash
 from ..policy import Policy
 from ..session import CompactionSession
 from ._common import IntegrationError, check_new_messages
@@ -46,12 +46,32 @@ def leading_digest(messages: Sequence[RawMessage]) -> str:
 
 
 class _Conversation:
-    __slots__ = ("session", "seen", "last_hash")
+    __slots__ = ("session", "seen", "last_hash", "_rendered", "_rendered_of", "_rendered_len")
 
     def __init__(self, session: CompactionSession) -> None:
         self.session = session
         self.seen = 0            # how many of the caller's messages are in the session
         self.last_hash = ""      # content hash of the last of them
+        # The last rendered context, the live message list it was rendered from and that
+        # list's length then: a context that only grew since is extended, not re-rendered.
+        self._rendered: list[RawMessage] = []
+        self._rendered_of: list[Message] | None = None
+        self._rendered_len = 0
+
+    def context(self) -> list[RawMessage]:
+        """The messages to send (a new list). Rendering walks the whole context; when the
+        live list is the one rendered last time (no compaction replaced it) and only grew,
+        the new originals are added as they are, which is what a full render gives them,
+        unless one is a system or developer message (a summary injected into the system
+        prompt may move into it): then it renders in full."""
+        live = self.session.live
+        grown = live.messages[self._rendered_len:] if live.messages is self._rendered_of else None
+        if grown is not None and all(m.role not in ("system", "developer") for m in grown):
+            self._rendered.extend(m.raw for m in grown)
+        else:
+            self._rendered = live.render()
+        self._rendered_of, self._rendered_len = live.messages, len(live.messages)
+        return list(self._rendered)
 
     def continues(self, messages: Sequence[RawMessage]) -> bool:
         if self.seen == 0:
@@ -110,7 +130,7 @@ class ConversationCompactor:
                 conv.last_hash = content_hash(messages[-1])
             self._remember(key, conv)
             conv.session.before_model_call()
-            return conv.session.context()
+            return conv.context()
 
     def _remember(self, key: str, conv: _Conversation) -> None:
         self._conversations[key] = conv

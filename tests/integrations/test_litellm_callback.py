@@ -90,6 +90,21 @@ def _on_the_wire(message: dict) -> dict:
     return {k: v for k, v in message.items() if v is not None}
 
 
+@pytest.mark.parametrize("injection", ["user", "system", "first_user"])
+def test_every_call_sends_what_a_full_render_of_the_context_gives(injection):
+    """Between compactions the context sent is extended rather than re-rendered: it must
+    stay exactly the engine's rendering, whatever the summary's placement."""
+    policy = small_window_policy().with_overrides({"finalize.injection": injection})
+    handler = CompactionCallback(policy)
+    history = chat(40)[1:]        # no system prompt: a 'system' summary then stands on its own ...
+    # ... until a developer message arrives after it, which the summary then merges into
+    history.insert(4 * 38, {"role": "developer", "content": "Now also run the tests."})
+    for end in range(3, len(history) + 1, 3):
+        sent = handler.compact_request({"messages": history[:end], "metadata": {"conversation_id": "c"}})["messages"]
+        assert sent == handler.conversations.session("c").context()
+    assert handler.conversations.session("c").outcomes
+
+
 def test_the_provider_receives_the_compacted_messages_over_http():
     history = chat(40)
     handler = CompactionCallback(small_window_policy())
