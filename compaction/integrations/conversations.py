@@ -96,7 +96,10 @@ class ConversationCompactor:
         self.max_conversations = max_conversations
         self.clock = clock
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
-        # One request at a time: a conversation's session is not safe to share between threads.
+        # One request at a time per conversation (its session is not safe to share between
+        # threads), while other conversations go on: a summary's model call takes seconds.
+        # ``_lock`` guards only the two tables.
+        self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def _new(self, key: str, tools: list[dict[str, Any]] | None) -> _Conversation:
@@ -116,27 +119,43 @@ class ConversationCompactor:
                                    fault="not_a_list")
         key = conversation_id or leading_digest(messages)
         with self._lock:
-            conv = self._conversations.get(key)
-            if conv is None or not conv.continues(messages):
-                conv = self._new(key, tools)
-            new = messages[conv.seen:]
-            # Everything is checked before anything is appended: a refused message leaves
-            # the conversation (or its absence) untouched.
-            check_new_messages(self.integration, conv.session.live.tracker, new, conv.seen)
-            for raw in new:
-                conv.session.append(raw)
-            if new:
-                conv.seen = len(messages)
-                conv.last_hash = content_hash(messages[-1])
-            self._remember(key, conv)
-            conv.session.before_model_call()
-            return conv.context()
+            lock = self._locks.setdefault(key, threading.Lock())
+        try:
+            with lock:
+                return self._compact(key, lock, messages, tools)
+        except BaseException:
+            with self._lock:
+                if key not in self._conversations:   # refused at its first request: no trace left
+                    self._locks.pop(key, None)
+            raise
 
-    def _remember(self, key: str, conv: _Conversation) -> None:
-        self._conversations[key] = conv
-        self._conversations.move_to_end(key)
-        while len(self._conversations) > self.max_conversations:
-            self._conversations.popitem(last=False)
+    def _compact(self, key: str, lock: threading.Lock, messages: Sequence[RawMessage],
+                 tools: list[dict[str, Any]] | None) -> list[RawMessage]:
+        with self._lock:
+            conv = self._conversations.get(key)
+        if conv is None or not conv.continues(messages):
+            conv = self._new(key, tools)
+        new = messages[conv.seen:]
+        # Everything is checked before anything is appended: a refused message leaves
+        # the conversation (or its absence) untouched.
+        check_new_messages(self.integration, conv.session.live.tracker, new, conv.seen)
+        for raw in new:
+            conv.session.append(raw)
+        if new:
+            conv.seen = len(messages)
+            conv.last_hash = content_hash(messages[-1])
+        self._remember(key, conv, lock)
+        conv.session.before_model_call()
+        return conv.context()
+
+    def _remember(self, key: str, conv: _Conversation, lock: threading.Lock) -> None:
+        with self._lock:
+            self._conversations[key] = conv
+            self._conversations.move_to_end(key)
+            self._locks[key] = lock
+            while len(self._conversations) > self.max_conversations:
+                gone, _ = self._conversations.popitem(last=False)
+                self._locks.pop(gone, None)
 
     def session(self, conversation_id: str) -> CompactionSession | None:
         """The engine session of a conversation (its outcomes, totals, archive), if known."""
@@ -144,4 +163,6 @@ class ConversationCompactor:
         return conv.session if conv is not None else None
 
     def forget(self, conversation_id: str) -> None:
-        self._conversations.pop(conversation_id, None)
+        with self._lock:
+            self._conversations.pop(conversation_id, None)
+            self._locks.pop(conversation_id, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import litellm
@@ -166,6 +167,23 @@ def test_conversations_without_an_id_are_told_apart_by_their_first_messages():
     assert len(handler.conversations._conversations) == 2
 
 
+def test_conversations_compact_side_by_side_from_many_threads():
+    handler = CompactionCallback(small_window_policy())
+    histories = {f"c{k}": chat(30, tag=f"c{k}") for k in range(4)}
+
+    def agent(cid: str) -> list[dict]:
+        history = histories[cid]
+        for end in [*range(5, len(history), 5), len(history)]:
+            sent = handler.compact_request({"messages": history[:end], "metadata": {"conversation_id": cid}})
+        return sent["messages"]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        last = dict(zip(histories, pool.map(agent, histories)))
+    for cid, sent in last.items():
+        assert sent[-1] == histories[cid][-1] and _summary_in(sent)
+        assert all(f"call_{cid}_" in m["tool_call_id"] for m in sent if m["role"] == "tool")
+
+
 def test_a_rewritten_or_cut_history_starts_its_conversation_over():
     handler = CompactionCallback(small_window_policy())
     history = chat(3)
@@ -199,7 +217,7 @@ def test_a_refused_message_names_the_integration_index_and_fault_and_changes_not
     assert (session.live.next_ordinal, session.total_tokens, list(session.live.tracker.open)) == before
     # through litellm the same error reaches the caller, and nothing is sent
     sent_before = len(handler.seen.sent)
-    with pytest.raises(Exception, match=f"litellm: message {len(history) + 1}"):
+    with pytest.raises(IntegrationError, match=f"litellm: message {len(history) + 1}"):
         asyncio.run(litellm.acompletion(model="gpt-4o-mini", messages=broken, mock_response="ok",
                                         metadata={"conversation_id": "c"}))
     assert len(handler.seen.sent) == sent_before
