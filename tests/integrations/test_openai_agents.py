@@ -30,9 +30,11 @@ from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool
 from agents.models.interface import Model  # noqa: E402
 from openai.types.responses import (  # noqa: E402
     ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from openai.types.responses.response_function_web_search import ActionSearch  # noqa: E402
 
 WINDOW = 6000
 TURNS = 50
@@ -173,6 +175,39 @@ def test_refused_items_name_the_integration_position_and_fault_and_write_nothing
     assert error.index == 3 and error.fault == fault
     assert after == before
     assert Session.objects.get(pk=session.service_session).message_count == 2
+
+
+class HostedSearchModel(Model):
+    """Answers after a hosted web search: an item with no chat-message form."""
+
+    async def get_response(self, *args, **kwargs):
+        search = ResponseFunctionWebSearch(id="ws_1", status="completed", type="web_search_call",
+                                           action=ActionSearch(type="search", query="compaction"))
+        answer = ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed",
+                                       content=[ResponseOutputText(type="output_text", annotations=[], text="found")])
+        return ModelResponse(output=[search, answer], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the tests run without streaming")
+
+
+def test_a_run_whose_items_are_refused_fails_with_the_error_and_writes_none_of_them(service, project):
+    session = _session(service, project, "hosted-search")
+    agent = Agent(name="searcher", model=HostedSearchModel())
+
+    async def work():
+        with pytest.raises(IntegrationError) as err:
+            await Runner.run(agent, "look it up", session=session, run_config=RunConfig(tracing_disabled=True))
+        items = await session.get_items()
+        await session.close()
+        return err.value, items
+
+    error, items = asyncio.run(work())
+    assert str(error).startswith("openai-agents: message 1: item 0: item type 'web_search_call'")
+    assert error.fault == "bad_record"
+    # the SDK stored the run's input before the model answered; none of the refused turn is stored
+    assert items == [{"role": "user", "content": "look it up"}]
+    assert Session.objects.get(pk=session.service_session).message_count == 1
 
 
 # -- the README's promise -------------------------------------------------------------------------
