@@ -62,13 +62,13 @@ class CompactionCallback(CustomLogger):
         if not isinstance(messages, list) or not messages or metadata.get(APPLIED_KEY):
             return data
         given = metadata.get(CONVERSATION_KEY)
+        conversation = str(given) if given else None
         tools = data.get("tools")
-        compacted = self.conversations.compact(messages, conversation_id=str(given) if given else None,
+        compacted = self.conversations.compact(messages, conversation_id=conversation,
                                                tools=tools if isinstance(tools, list) else None)
-        key = str(given) if given else None
         out = dict(data)
         out["messages"] = compacted
-        out["metadata"] = {**metadata, APPLIED_KEY: key or "digest"}
+        out["metadata"] = {**metadata, APPLIED_KEY: conversation or "leading-messages"}
         return out
 
     # -- litellm's hooks -----------------------------------------------------------------

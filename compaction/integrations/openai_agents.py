@@ -128,7 +128,14 @@ class CompactionServiceSession:
         self._context_tag, self._context_items = None, []
 
     async def close(self) -> None:
+        """Close the HTTP client (also on leaving ``async with``)."""
         await self._client.aclose()
+
+    async def __aenter__(self) -> CompactionServiceSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- the REST API -------------------------------------------------------------------
     async def _count(self) -> int:

@@ -133,17 +133,16 @@ def test_pop_item_and_clear_session(service, project):
     session = _session(service, project, "popping")
 
     async def work():
-        await session.add_items([{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
-                                 {"role": "user", "content": "second"}])
-        first_id = session.service_session
-        popped = await session.pop_item()
-        after_pop = await session.get_items()
-        await session.add_items([{"role": "user", "content": "again"}])
-        again = await session.get_items()
-        await session.clear_session()
-        result = first_id, popped, after_pop, again, await session.get_items(), await session.pop_item()
-        await session.close()
-        return result
+        async with session:
+            await session.add_items([{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+                                     {"role": "user", "content": "second"}])
+            first_id = session.service_session
+            popped = await session.pop_item()
+            after_pop = await session.get_items()
+            await session.add_items([{"role": "user", "content": "again"}])
+            again = await session.get_items()
+            await session.clear_session()
+            return first_id, popped, after_pop, again, await session.get_items(), await session.pop_item()
 
     first_id, popped, after_pop, again, cleared, nothing = asyncio.run(work())
     assert popped == {"role": "user", "content": "second"}
