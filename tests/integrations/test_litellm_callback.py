@@ -129,6 +129,21 @@ def test_the_provider_receives_the_compacted_messages_over_http():
     assert last[-1] == history[-1]
 
 
+def test_a_router_call_is_compacted_too(handler):
+    router = litellm.Router(model_list=[{"model_name": "agent",
+                                         "litellm_params": {"model": "gpt-4o-mini", "mock_response": "ok"}}])
+    history = chat(40)
+
+    async def calls() -> None:
+        for end in (9, len(history)):
+            await router.acompletion(model="agent", messages=history[:end], metadata={"conversation_id": "r1"})
+
+    asyncio.run(calls())
+    first, last = handler.seen.sent
+    assert first == history[:9]
+    assert _summary_in(last) and last[-1] == history[-1] and _tokens(last) <= WINDOW
+
+
 def test_synchronous_callers_use_the_completion_helper():
     history = chat(40)
     handler = CompactionCallback(small_window_policy())
