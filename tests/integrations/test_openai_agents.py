@@ -1,0 +1,233 @@
+"""The Agents SDK session over the REST API: ``Runner.run`` with a scripted model (no
+network) and a live test server, 50 turns, each model call getting the service's compacted
+context; items the engine refuses are one error naming the integration, the position and
+the fault, and nothing is written.
+
+The model is a scripted implementation of the SDK's ``Model`` interface: no provider can
+run here, and what matters is what the SDK hands it (the session's items)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from compaction import Policy, get_preset
+from compaction.compactor import counter_for
+from compaction.integrations._common import IntegrationError
+from compaction.integrations.openai_agents import CompactionServiceSession, items_as_messages
+from dashboard.models import Session
+from dashboard.services.policies import activate_policy, create_policy
+
+if os.environ.get("CI", "").lower() == "true":
+    import agents
+else:
+    agents = pytest.importorskip("agents", reason="openai-agents is not installed (pip install .[openai-agents])")
+
+from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool  # noqa: E402
+from agents.models.interface import Model  # noqa: E402
+from openai.types.responses import (  # noqa: E402
+    ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+from openai.types.responses.response_function_web_search import ActionSearch  # noqa: E402
+
+WINDOW = 6000
+TURNS = 50
+SUMMARY_MARK = "[Conversation summary"
+FILLER = " ".join(f"word{i}" for i in range(60))
+
+
+def _policy() -> Policy:
+    data = get_preset("default").to_json()
+    data["context_window"] = WINDOW
+    return Policy.load(data)
+
+
+@function_tool
+def read_file(path: str) -> str:
+    """Read a file of the project."""
+    return f"# {path}\ndef helper():\n    return 1\n# {FILLER}"
+
+
+class ScriptedModel(Model):
+    """Each turn: first a call of read_file (when the agent has tools), then, once its
+    output is in the input, an answer. Records the input of every call."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[dict]] = []
+        self.calls = 0
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                           tracing, *, previous_response_id=None, conversation_id=None, prompt=None):
+        items = [input] if isinstance(input, str) else list(input)
+        self.inputs.append(items)
+        self.calls += 1
+        last = items[-1]
+        if not tools or (isinstance(last, dict) and last.get("type") == "function_call_output"):
+            out = [ResponseOutputMessage(id=f"msg_{self.calls}", type="message", role="assistant", status="completed",
+                                         content=[ResponseOutputText(type="output_text", annotations=[],
+                                                                     text=f"Done with step {self.calls}. {FILLER}")])]
+        else:
+            out = [ResponseFunctionToolCall(id=f"fc_{self.calls}", type="function_call", call_id=f"call_{self.calls}",
+                                            name="read_file", status="completed",
+                                            arguments=json.dumps({"path": f"src/module_{self.calls}.py"}))]
+        return ModelResponse(output=out, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the tests run without streaming")
+
+
+@pytest.fixture
+def service(live_server, transactional_db, project):
+    activate_policy(project, create_policy(project, "agents sdk tests", _policy()))
+    return live_server
+
+
+def _session(service, project, name: str = "sdk-run") -> CompactionServiceSession:
+    return CompactionServiceSession(name, base_url=service.url, api_key=project.test_key)
+
+
+def _text(item: dict) -> str:
+    content = item.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def test_fifty_turns_of_runner_run_get_the_compacted_context(service, project):
+    model = ScriptedModel()
+    agent = Agent(name="coder", instructions="You are a careful coding agent.", model=model, tools=[read_file])
+    session = _session(service, project)
+    config = RunConfig(tracing_disabled=True)
+
+    async def run_all():
+        answers = []
+        for turn in range(TURNS):
+            result = await Runner.run(agent, f"Step {turn}: inspect the next module. {FILLER}", session=session,
+                                      run_config=config)
+            answers.append(result.final_output)
+        context, tail = await session.get_items(), await session.get_items(limit=2)
+        await session.close()
+        return answers, context, tail
+
+    answers, context, tail = asyncio.run(run_all())
+    assert len(answers) == TURNS and all(a.startswith("Done with step") for a in answers)
+    stored = Session.objects.get(pk=session.service_session)
+    assert stored.message_count == 4 * TURNS            # the service keeps the whole history
+    assert stored.title == "sdk-run"
+    counter = counter_for(_policy())
+    sizes = [sum(counter.count_raw(m).total for m in items_as_messages(i)) for i in model.inputs]
+    assert max(sizes) <= WINDOW                         # no model call got more than the window
+    last_input = model.inputs[-1]
+    assert any(SUMMARY_MARK in _text(i) for i in last_input)   # the old turns are a summary
+    assert len(last_input) < 4 * TURNS // 2
+    assert last_input[-1]["type"] == "function_call_output"    # the current turn is there, verbatim
+    assert any(SUMMARY_MARK in _text(i) for i in context)
+    assert tail == context[-2:]
+
+
+def test_pop_item_and_clear_session(service, project):
+    session = _session(service, project, "popping")
+
+    async def work():
+        async with session:
+            await session.add_items([{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+                                     {"role": "user", "content": "second"}])
+            first_id = session.service_session
+            popped = await session.pop_item()
+            after_pop = await session.get_items()
+            await session.add_items([{"role": "user", "content": "again"}])
+            again = await session.get_items()
+            await session.clear_session()
+            return first_id, popped, after_pop, again, await session.get_items(), await session.pop_item()
+
+    first_id, popped, after_pop, again, cleared, nothing = asyncio.run(work())
+    assert popped == {"role": "user", "content": "second"}
+    assert after_pop == [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"}]
+    assert again[-1] == {"role": "user", "content": "again"} and len(again) == 3
+    assert cleared == [] and nothing is None
+    assert Session.objects.filter(pk=first_id).exists()            # the record before the pop stays
+
+
+@pytest.mark.parametrize("bad, fault", [
+    ({"type": "function_call_output", "call_id": "call_nobody", "output": "stray"}, "orphan_tool_result"),
+    ({"role": "narrator", "content": "meanwhile"}, "unknown_role"),
+    ({"type": "web_search_call", "id": "ws_1", "status": "completed"}, "bad_record"),
+])
+def test_refused_items_name_the_integration_position_and_fault_and_write_nothing(service, project, bad, fault):
+    session = _session(service, project, "refusals")
+
+    async def work():
+        await session.add_items([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}])
+        before = await session.get_items()
+        with pytest.raises(IntegrationError) as err:
+            await session.add_items([{"role": "user", "content": "next"}, bad])
+        after = await session.get_items()
+        await session.close()
+        return before, err.value, after
+
+    before, error, after = asyncio.run(work())
+    assert str(error).startswith("openai-agents: message 3: ")
+    assert error.index == 3 and error.fault == fault
+    assert after == before
+    assert Session.objects.get(pk=session.service_session).message_count == 2
+
+
+class HostedSearchModel(Model):
+    """Answers after a hosted web search: an item with no chat-message form."""
+
+    async def get_response(self, *args, **kwargs):
+        search = ResponseFunctionWebSearch(id="ws_1", status="completed", type="web_search_call",
+                                           action=ActionSearch(type="search", query="compaction"))
+        answer = ResponseOutputMessage(id="msg_1", type="message", role="assistant", status="completed",
+                                       content=[ResponseOutputText(type="output_text", annotations=[], text="found")])
+        return ModelResponse(output=[search, answer], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the tests run without streaming")
+
+
+def test_a_run_whose_items_are_refused_fails_with_the_error_and_writes_none_of_them(service, project):
+    session = _session(service, project, "hosted-search")
+    agent = Agent(name="searcher", model=HostedSearchModel())
+
+    async def work():
+        with pytest.raises(IntegrationError) as err:
+            await Runner.run(agent, "look it up", session=session, run_config=RunConfig(tracing_disabled=True))
+        items = await session.get_items()
+        await session.close()
+        return err.value, items
+
+    error, items = asyncio.run(work())
+    assert str(error).startswith("openai-agents: message 1: item 0: item type 'web_search_call'")
+    assert error.fault == "bad_record"
+    # the SDK stored the run's input before the model answered; none of the refused turn is stored
+    assert items == [{"role": "user", "content": "look it up"}]
+    assert Session.objects.get(pk=session.service_session).message_count == 1
+
+
+# -- the README's promise -------------------------------------------------------------------------
+
+def readme_snippet(heading: str) -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    return readme.split(heading, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_snippet_runs(service, project):
+    code = readme_snippet("### OpenAI Agents SDK")
+    assert 'model="gpt-4.1"' in code and "http://127.0.0.1:8000" in code
+    # the scripted model stands in for the provider (no network here)
+    code = (code.replace('model="gpt-4.1"', "model=scripted").replace("http://127.0.0.1:8000", service.url)
+            .replace("YOUR_PROJECT_KEY", project.test_key))
+    agents.set_tracing_disabled(True)
+    scope: dict = {"scripted": ScriptedModel()}
+    try:
+        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+    finally:
+        agents.set_tracing_disabled(False)
+    assert scope["result"].final_output.startswith("Done with step")
+    stored = Session.objects.get(pk=scope["session"].service_session)
+    assert stored.message_count == 2 and stored.title == "run-42"
