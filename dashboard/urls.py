@@ -1,5 +1,5 @@
 """URL map: the dashboard pages (dashboard.urls_pages, which own "/"), the JSON API under
-/api/, the OpenAI-compatible gateway under /v1/ (dashboard.gateway), a liveness probe, the
+/api/, the OpenAI- and Anthropic-compatible gateway under /v1/ (dashboard.gateway), a liveness probe, the
 admin and, when SERVE_STATIC is on, the static files."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
+from .gateway.anthropic_views import messages as anthropic_messages
 from .gateway.views import chat_completions
 
 
@@ -25,6 +26,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/", api.urls),
     path("v1/chat/completions", chat_completions, name="gateway-chat-completions"),
+    path("v1/messages", anthropic_messages, name="gateway-messages"),
     path("admin/", admin.site.urls),
 ]
 

@@ -6,4 +6,6 @@ Modules: ``errors`` (OpenAI-shaped error answers), ``body`` (the request body, c
 ``wire`` (the message form compared and forwarded), ``identity`` (which stored session a
 request continues), ``upstream`` (where a model name goes, through litellm), ``compact``
 (the policy before the call), ``chat`` (one request, start to end), ``stream`` (SSE),
-``views`` (the HTTP entry point)."""
+``views`` (the HTTP entry point). Anthropic's ``POST /v1/messages`` goes through the same
+``chat``: ``anthropic_views`` (its entry), ``anthropic_messages`` (one request),
+``anthropic_wire`` (the conversions) and ``anthropic_edits`` (``context_management``)."""

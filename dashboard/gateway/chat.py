@@ -13,7 +13,8 @@ from typing import Any
 
 from compaction import Policy
 
-from ..models import CompactionRun, Project, Session, SessionContext
+from ..models import CompactionRun, Project, Session
+from ..selectors.sessions import context_json
 from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
 from .body import ChatBody
@@ -39,13 +40,20 @@ def _policy_for(project: Project, model: str) -> Policy:
     return apply_service_defaults(base, Session(project=project, model=model))
 
 
-def prepare(project: Project, body: ChatBody, session_header: str | None) -> Prepared:
+def prepare(project: Project, body: ChatBody, session_header: str | None,
+            overrides: dict[str, Any] | None = None) -> Prepared:
+    """Store the request's new messages and compact when due (``overrides``: the request's
+    own changes to the session's policy, see ``compact``)."""
     up = upstream.resolve(body.model)
     upstream.check_window(body.model, _policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
-    session, run = before_call(placement.session)
-    rendered = SessionContext.objects.filter(session_id=session.pk).values_list("rendered", flat=True).get()
-    messages = [wire_form(raw) for raw in json.loads(rendered)]
+    session, run = before_call(placement.session, overrides)
+    # The live context is the stored texts plus the tail rows appended since (one read, so a
+    # commit in between cannot tear it): the texts alone would miss the newest messages.
+    live = context_json(project.pk, session.pk)
+    if live is None:
+        raise GatewayError(500, f"session {session.pk} has no live context", type="server_error")
+    messages = [wire_form(raw) for raw in json.loads(live.body)["messages"]]
     broken = broken_pair(messages)
     if broken:
         raise GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "
