@@ -15,7 +15,6 @@ With ``pause_after_compaction`` the answer is that block alone, ``stop_reason:
 block) to continue."""
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,12 +24,11 @@ from compaction.errors import SessionValidationError
 from compaction.messages import validate_message, validate_tools
 
 from ..models import Project
-from ..services.common import text_problem
 from ..services.policies import project_policy
 from . import anthropic_wire as wire
 from . import chat
 from .anthropic_edits import ContextEdits, check_against, parse_context_management
-from .body import ChatBody
+from .body import ChatBody, json_object, model_name
 from .errors import bad_request
 
 # Read here or forwarded upstream (as OpenAI's parameter of the same meaning).
@@ -80,22 +78,13 @@ def _validated(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> l
 
 def parse(data: bytes) -> MessagesRequest:
     """The checked, converted body; a GatewayError (400) naming the field otherwise."""
-    try:
-        body = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise bad_request(f"the body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise bad_request("the body must be a JSON object")
+    body = json_object(data)
     for name in sorted(set(body) - KNOWN):
         if name in NOT_SERVED:
             raise bad_request(f"{name}: not served by this gateway (its upstream is reached through an "
                               f"OpenAI-compatible call, which has no such parameter)", param=name)
         raise bad_request(f"{name}: Extra inputs are not permitted", param=name)
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise bad_request("model: give the model name as a non-empty string", param="model")
-    if len(model) > 200 or text_problem(model):
-        raise bad_request("model: at most 200 characters of valid text", param="model")
+    model = model_name(body)
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise bad_request("max_tokens: give a whole number of at least 1 (it is required)", param="max_tokens")
@@ -129,7 +118,7 @@ def parse(data: bytes) -> MessagesRequest:
     messages = wire.to_openai_messages(body.get("system"), body.get("messages"))
     tools = _validated(messages, tools)
     edits = parse_context_management(body.get("context_management"))
-    return MessagesRequest(ChatBody(model=model.strip(), messages=messages, stream=bool(stream), include_usage=True,
+    return MessagesRequest(ChatBody(model=model, messages=messages, stream=bool(stream), include_usage=True,
                                     tools=tools, params=params, user=user), edits)
 
 

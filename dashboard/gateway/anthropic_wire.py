@@ -9,7 +9,8 @@ are dropped (the OpenAI form has no place for them) and a ``compaction`` block, 
 gateway's own summary sent back, is dropped too: the stored session already holds the
 history it stands for and the live context forwarded upstream already has the summary in
 its place (which is how Anthropic's "blocks before the compaction block are dropped" reads
-here). The conversion is deterministic, so a client resending its history is recognised.
+here). A history that starts at a compaction block (the client dropped the blocks before it
+itself) keeps the summary as its opening user message. The conversion is deterministic, so a client resending its history is recognised.
 
 Answers: an OpenAI completion becomes a ``message`` (text and ``tool_use`` blocks, a
 ``stop_reason``, ``usage`` in input/output tokens); a stream of OpenAI chunks becomes
@@ -147,6 +148,17 @@ def _assistant(content: Any, where: str) -> list[dict[str, Any]]:
     return [message]
 
 
+def _leading_summary(content: Any) -> list[dict[str, Any]]:
+    """A history that starts at a compaction block (the client dropped what came before it,
+    as Anthropic allows): its summary becomes the opening user message, so the context and
+    a session started from this history keep it."""
+    if not isinstance(content, list):
+        return []
+    return [{"role": "user", "content": block["content"]} for block in content
+            if isinstance(block, dict) and block.get("type") == "compaction"
+            and isinstance(block.get("content"), str) and block["content"]][:1]
+
+
 def system_message(system: Any) -> dict[str, Any] | None:
     if system is None:
         return None
@@ -183,6 +195,8 @@ def to_openai_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
         if role == "user":
             out.extend(_user(raw["content"], f"{where}.content"))
         elif role == "assistant":
+            if i == 0:
+                out.extend(_leading_summary(raw["content"]))
             out.extend(_assistant(raw["content"], f"{where}.content"))
         else:
             raise bad_request(f"{where}.role: give 'user' or 'assistant', not {role!r}", param=f"{where}.role")

@@ -13,6 +13,7 @@ import pytest
 
 from compaction import Policy, get_preset
 from compaction.messages import Message, Provenance
+from dashboard.gateway.anthropic_wire import to_openai_messages
 from dashboard.models import CompactionRun, GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
@@ -237,6 +238,18 @@ def test_context_management_that_cannot_be_honoured_is_a_400_naming_the_field(ga
     assert not llm_server.requests and not Session.objects.exists()
 
 
+def test_a_history_the_client_trimmed_to_its_compaction_block_keeps_the_summary():
+    trimmed = [{"role": "assistant", "content": [{"type": "compaction", "content": "Summary: modules 0-9 read."},
+                                                  {"type": "text", "text": "Going on."}]},
+               {"role": "user", "content": "next"}]
+    assert to_openai_messages("sys", trimmed) == [
+        {"role": "system", "content": "sys"}, {"role": "user", "content": "Summary: modules 0-9 read."},
+        {"role": "assistant", "content": "Going on."}, {"role": "user", "content": "next"}]
+    # Further in, the block is the gateway's own and is dropped (the stored session has what it stands for).
+    full = [{"role": "user", "content": "start"}] + trimmed
+    assert [m["content"] for m in to_openai_messages(None, full)] == ["start", "Going on.", "next"]
+
+
 # -- keys, identity, forks ------------------------------------------------------------------------
 
 def test_a_wrong_key_gets_401_and_another_project_never_reaches_the_session(gateway, project, other_project,  # noqa: F811
@@ -307,18 +320,14 @@ def test_upstream_errors_reach_the_client_as_the_anthropic_sdk_expects(gateway, 
     assert limited.value.body["type"] == "error" and limited.value.body["error"]["type"] == "rate_limit_error"
     assert "slow down" in limited.value.message
 
-    llm_server.script(error(500, "upstream broke"))
-    with pytest.raises(anthropic.InternalServerError) as broke:
-        out = client.messages.create(**kw)
-        list(out) if stream else None
-    assert broke.value.status_code == 500 and broke.value.body["error"]["type"] == "api_error"
-
     settings.GATEWAY_TIMEOUT = 0.5
-    llm_server.script(slow(3, "too late"))
-    with pytest.raises(anthropic.InternalServerError) as late:
-        out = client.messages.create(**kw)
-        list(out) if stream else None
-    assert late.value.status_code == 504 and late.value.body["error"]["type"] == "timeout_error"
+    for behaviour, status, kind in ((error(500, "upstream broke"), 500, "api_error"),
+                                    (slow(3, "too late"), 504, "timeout_error")):
+        llm_server.script(behaviour)
+        with pytest.raises(anthropic.InternalServerError) as failed:
+            out = client.messages.create(**kw)
+            list(out) if stream else None
+        assert failed.value.status_code == status and failed.value.body["error"]["type"] == kind
 
     # The client's message was stored once; its retry adds nothing new and is answered.
     settings.GATEWAY_TIMEOUT = 30
