@@ -138,6 +138,21 @@ def _leading(prep: chat.Prepared, edits: ContextEdits) -> list[dict[str, Any]]:
     return [wire.compaction_block(run.summary)]
 
 
+def _applied(prep: chat.Prepared, edits: ContextEdits) -> dict[str, Any] | None:
+    """Anthropic's ``context_management`` of the answer (a request with edits only): the
+    tool results the run before the call cleared, as a ``clear_tool_uses_20250919`` edit."""
+    if not (edits.compact or edits.clear_tool_uses):
+        return None
+    applied: list[dict[str, Any]] = []
+    run = prep.run
+    cleared = [row for row in (run.ledger if run is not None else []) if row.get("fate") == "cleared"]
+    if edits.clear_tool_uses and cleared:
+        freed = sum(int(row.get("tokens_before") or 0) - int(row.get("tokens_after") or 0) for row in cleared)
+        applied.append({"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(cleared),
+                        "cleared_input_tokens": max(freed, 0)})
+    return {"applied_edits": applied}
+
+
 def answer(project: Project, req: MessagesRequest, session_header: str | None) -> Answer:
     """Run the request; a GatewayError before anything is sent (the view shapes it)."""
     base, _row = project_policy(project)
@@ -151,8 +166,12 @@ def answer(project: Project, req: MessagesRequest, session_header: str | None) -
         if not req.chat.stream:
             return Answer(prep, message=paused)
         return Answer(prep, events=wire.paused_events(paused))
+    managed = _applied(prep, req.edits)
     if not req.chat.stream:
-        return Answer(prep, message=wire.to_message(chat.complete(prep), model, leading))
+        message = wire.to_message(chat.complete(prep), model, leading)
+        if managed is not None:
+            message["context_management"] = managed
+        return Answer(prep, message=message)
     chunks = chat.stream(prep)
     # The first chunk is awaited here, so an upstream that fails at once answers with its
     # own status (what the SDK turns into RateLimitError and the like).
@@ -160,7 +179,7 @@ def answer(project: Project, req: MessagesRequest, session_header: str | None) -
     start: dict[str, Any] = {"id": wire.message_id(first["id"] if first else f"gw-{prep.session.pk}"), "type": "message",
              "role": "assistant", "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
              "usage": {"input_tokens": prep.session.context_total, "output_tokens": 0}}
-    return Answer(prep, events=wire.events(_chained(first, chunks), start, leading))
+    return Answer(prep, events=wire.events(_chained(first, chunks), start, leading, managed))
 
 
 def _chained(first: dict[str, Any] | None, rest: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:

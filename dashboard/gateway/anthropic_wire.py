@@ -290,11 +290,11 @@ def message_id(upstream_id: str) -> str:
     return upstream_id if upstream_id.startswith("msg_") else f"msg_{upstream_id}"
 
 
-def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any],
-           leading: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any], leading: list[dict[str, Any]],
+           context_management: dict[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Anthropic's stream events (name, data) for OpenAI chunk objects. ``start`` is the
     message of ``message_start`` (content empty); ``leading`` blocks (the compaction block)
-    are sent whole before the upstream's."""
+    are sent whole before the upstream's; ``context_management`` rides on ``message_delta``."""
     yield "message_start", {"type": "message_start", "message": start}
     index = 0
     for block in leading:
@@ -340,10 +340,13 @@ def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any],
                                                   "delta": {"type": "input_json_delta", "partial_json": piece}}
     if open_kind is not None:
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield "message_delta", {"type": "message_delta",
-                            "delta": {"stop_reason": STOP_REASONS.get(finish or "stop", "end_turn"),
-                                      "stop_sequence": None},
-                            "usage": {"output_tokens": usage(usage_seen)["output_tokens"]}}
+    closing: dict[str, Any] = {"type": "message_delta",
+                               "delta": {"stop_reason": STOP_REASONS.get(finish or "stop", "end_turn"),
+                                         "stop_sequence": None},
+                               "usage": {"output_tokens": usage(usage_seen)["output_tokens"]}}
+    if context_management is not None:
+        closing["context_management"] = context_management
+    yield "message_delta", closing
     yield "message_stop", {"type": "message_stop"}
 
 

@@ -209,12 +209,16 @@ def test_clear_tool_uses_edit_clears_old_results_and_keeps_the_recent_and_exclud
     llm_server.script(ok("ok"))
     edits = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 3000},
                         "keep": {"type": "tool_uses", "value": 2}, "exclude_tools": ["pinned_notes"]}]}
-    client.beta.messages.create(model=MODEL, max_tokens=64, messages=history, tools=tools,
-                                betas=["context-management-2025-06-27"], context_management=edits)
+    message = client.beta.messages.create(model=MODEL, max_tokens=64, messages=history, tools=tools,
+                                          betas=["context-management-2025-06-27"], context_management=edits)
     results = [m for m in llm_server.requests[-1].messages if m["role"] == "tool"]
     assert len(results) == 12
     kept = [i for i, m in enumerate(results) if str(m["content"]).startswith(f"# src/module_{i}.py")]
     assert kept == [1, 10, 11], "the excluded tool's result and the two most recent are intact"
+    # The answer says what was cleared, as Anthropic's applied_edits.
+    [applied] = message.context_management.applied_edits
+    assert applied.type == "clear_tool_uses_20250919" and applied.cleared_tool_uses == 9
+    assert applied.cleared_input_tokens > 3000
 
 
 def test_context_management_that_cannot_be_honoured_is_a_400_naming_the_field(gateway, project, llm_server):  # noqa: F811
