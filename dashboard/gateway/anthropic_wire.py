@@ -65,9 +65,10 @@ def _image_part(block: dict[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(media, str):
             raise bad_request(f"{where}.source.media_type: give the image's media type", param=f"{where}.source")
         return {"type": "image_url", "image_url": {"url": f"data:{media};base64,{source['data']}"}}
-    if isinstance(source, dict) and source.get("type") == "url" and isinstance(source.get("url"), str):
-        return {"type": "image_url", "image_url": {"url": source["url"]}}
-    raise bad_request(f"{where}.source: give a base64 or url image source", param=f"{where}.source")
+    # A url source is refused: litellm downloads image URLs for some providers, and the
+    # server must not fetch an address a client chose.
+    raise bad_request(f"{where}.source: give a base64 image source (url sources are not served: the "
+                      f"gateway does not fetch addresses a client names)", param=f"{where}.source")
 
 
 def _parts(blocks: list[tuple[int, dict[str, Any]]], where: str) -> str | list[dict[str, Any]] | None:

@@ -364,6 +364,9 @@ def test_a_bad_body_or_an_unknown_model_is_a_400_naming_what_to_fix(gateway, pro
     assert refused(model=MODEL, max_tokens=8, messages=user, extra_body={"top_k": 5}).startswith("top_k: not served")
     assert refused(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "nope", "content": "y"}]}]).startswith("messages")
+    assert refused(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": "http://169.254.169.254/latest"}}]}]).startswith(
+        "messages.0.content.0.source: give a base64 image source")
     unmapped = refused(model="anthropic/claude-sonnet-4-6", max_tokens=8, messages=user)
     assert unmapped.startswith("model: ") and "COMPACTION_CONNECTIONS" in unmapped
     # max_tokens is required, as Anthropic's API has it (the SDK's type says so; send it raw).
