@@ -302,12 +302,6 @@ class SessionContext(models.Model):
         tail = ContextTail.objects.filter(session_id=self.session_id).order_by("position").values_list("item", flat=True)
         return repaired(self.items, json.loads(self.items)) + [repaired(t, json.loads(t)) for t in tail]
 
-    def load_rendered(self) -> list[dict]:
-        """The whole message list to send: the stored texts' messages, then the tail's."""
-        tail = (ContextTail.objects.filter(session_id=self.session_id).order_by("position")
-                .values_list("rendered", flat=True))
-        return repaired(self.rendered, json.loads(self.rendered)) + [repaired(t, json.loads(t)) for t in tail]
-
     def served_messages(self) -> str:
         """The message list last served (JSON text), or "" when none was."""
         if self.served_upto is None:

@@ -1,5 +1,5 @@
 """URL map: the dashboard pages (dashboard.urls_pages, which own "/"), the JSON API under
-/api/, the OpenAI-compatible gateway under /v1/ (dashboard.gateway), a liveness probe, the
+/api/, the OpenAI- and Anthropic-compatible gateway under /v1/ (dashboard.gateway), a liveness probe, the
 admin and, when SERVE_STATIC is on, the static files."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from .api import api
+from .gateway.anthropic_views import messages as anthropic_messages
 from .gateway.views import chat_completions, responses_compact, responses_not_served
 
 
@@ -28,6 +29,7 @@ urlpatterns = [
     path("v1/responses/compact", responses_compact, name="gateway-responses-compact"),
     path("v1/responses", responses_not_served, name="gateway-responses"),
     path("v1/responses/<path:rest>", responses_not_served),
+    path("v1/messages", anthropic_messages, name="gateway-messages"),
     path("admin/", admin.site.urls),
 ]
 

@@ -7,4 +7,7 @@ Modules: ``errors`` (OpenAI-shaped error answers), ``body`` (the request body, c
 request continues), ``upstream`` (where a model name goes, through litellm), ``compact``
 (the policy before the call), ``chat`` (one request, start to end), ``stream`` (SSE),
 ``views`` (the HTTP entry points), ``items`` (Responses items and chat messages, both
-ways) and ``responses`` (``POST /v1/responses/compact``: a compaction alone)."""
+ways) and ``responses`` (``POST /v1/responses/compact``: a compaction alone). Anthropic's
+``POST /v1/messages`` goes through the same ``chat``: ``anthropic_views`` (its entry),
+``anthropic_messages`` (one request), ``anthropic_wire`` (the conversions) and
+``anthropic_edits`` (``context_management``)."""

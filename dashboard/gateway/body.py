@@ -48,22 +48,34 @@ def _drop_nulls(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def parse(data: bytes) -> ChatBody:
-    """The checked body; a GatewayError (400) naming the field otherwise."""
+def json_object(data: bytes) -> dict[str, Any]:
+    """The body as a JSON object; a 400 saying why not."""
     try:
         body = json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise bad_request(f"the body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
-    unknown = sorted(set(body) - KNOWN)
-    if unknown:
-        raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    return body
+
+
+def model_name(body: dict[str, Any]) -> str:
+    """The body's ``model``, checked (a 400 naming it otherwise) and stripped."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise bad_request("model: give the model name as a non-empty string", param="model")
     if len(model) > 200 or text_problem(model):
         raise bad_request("model: at most 200 characters of valid text", param="model")
+    return model.strip()
+
+
+def parse(data: bytes) -> ChatBody:
+    """The checked body; a GatewayError (400) naming the field otherwise."""
+    body = json_object(data)
+    unknown = sorted(set(body) - KNOWN)
+    if unknown:
+        raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    model = model_name(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise bad_request("messages: give a non-empty list of messages", param="messages")
@@ -98,6 +110,6 @@ def parse(data: bytes) -> ChatBody:
     if user is not None and not isinstance(user, str):
         raise bad_request("user: give a string", param="user")
     params = {k: v for k, v in body.items() if k in FORWARDED and v is not None}
-    return ChatBody(model=model.strip(), messages=cleaned, stream=bool(stream),
+    return ChatBody(model=model, messages=cleaned, stream=bool(stream),
                     include_usage=bool((options or {}).get("include_usage")), tools=tools,
                     metadata=metadata, params=params, user=user)

@@ -5,6 +5,7 @@ The client's messages are stored before anything is forwarded, so an upstream fa
 none of them (the client's retry then adds nothing new and is forwarded again)."""
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,7 +13,8 @@ from typing import Any
 
 from compaction import Policy
 
-from ..models import CompactionRun, Project, Session, SessionContext
+from ..models import CompactionRun, Project, Session
+from ..selectors.sessions import context_json
 from ..services.gateway_calls import record_quietly
 from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
@@ -48,18 +50,25 @@ def policy_for(project: Project, model: str) -> Policy:
     return apply_service_defaults(base, Session(project=project, model=model))
 
 
-def prepare(project: Project, body: ChatBody, session_header: str | None) -> Prepared:
+def prepare(project: Project, body: ChatBody, session_header: str | None,
+            overrides: dict[str, Any] | None = None) -> Prepared:
+    """Store the request's new messages and compact when due (``overrides``: the request's
+    own changes to the session's policy, see ``compact``)."""
     started = time.perf_counter()
     up = upstream.resolve(body.model)
     upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:
-        session, run = before_call(placement.session)
+        session, run = before_call(placement.session, overrides)
     except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
         Prepared(body, up, placement, placement.session, None, [], started=started).record(exc.status)
         raise
-    # The texts written at the last compaction and the messages appended since (the tail).
-    messages = [wire_form(raw) for raw in SessionContext.objects.get(session_id=session.pk).load_rendered()]
+    # The live context is the stored texts plus the tail rows appended since (one read, so a
+    # commit in between cannot tear it): the texts alone would miss the newest messages.
+    live = context_json(project.pk, session.pk)
+    if live is None:
+        raise GatewayError(500, f"session {session.pk} has no live context", type="server_error")
+    messages = [wire_form(raw) for raw in json.loads(live.body)["messages"]]
     broken = broken_pair(messages)
     if broken:
         refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "

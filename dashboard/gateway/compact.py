@@ -5,13 +5,19 @@ longer fits the model's usable window, the gateway compacts before forwarding: i
 the session's pending run (one a background worker has not started yet) or a new one, in
 this process, through the same run machinery as every other run (runs, events, archive).
 A run another worker is executing is waited for. When nothing is due, the live context,
-as the last run left it, is forwarded as it is."""
+as the last run left it, is forwarded as it is.
+
+A request may bring dotted overrides of the session's policy (Anthropic's
+``context_management`` edits): they decide whether a compaction is due and shape the run
+this request starts. A run already queued (by the previous reply) keeps its own policy."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.conf import settings
 
+from compaction import Policy
 from compaction.windows import resolve_window, usable_window
 
 from ..models import CompactionRun, RunStatus, Session, TriggerKind
@@ -22,15 +28,20 @@ from ..services.triggers import check_trigger, clearing_due, trigger_state
 from .errors import GatewayError
 
 
-def _usable(session: Session) -> int:
+def _policy(session: Session, overrides: dict[str, Any] | None) -> Policy:
     policy, _row = effective_policy(session)
+    return policy.with_overrides(overrides) if overrides else policy
+
+
+def _usable(session: Session, overrides: dict[str, Any] | None = None) -> int:
+    policy = _policy(session, overrides)
     window, _src = resolve_window(policy)
     return usable_window(window, policy.reserved_output_tokens)
 
 
-def _due(session: Session) -> tuple[str | None, bool]:
+def _due(session: Session, overrides: dict[str, Any] | None = None) -> tuple[str | None, bool]:
     """(why a compaction is due or None, whether it must be forced: over the window)."""
-    policy, _row = effective_policy(session)
+    policy = _policy(session, overrides)
     window, _src = resolve_window(policy)
     usable = usable_window(window, policy.reserved_output_tokens)
     if session.context_total > usable:
@@ -52,19 +63,20 @@ def _wait(run_id: int) -> None:
         time.sleep(0.05)
 
 
-def before_call(session: Session) -> tuple[Session, CompactionRun | None]:
+def before_call(session: Session, overrides: dict[str, Any] | None = None) -> tuple[Session, CompactionRun | None]:
     """Compact when due; returns the session as it now is and the run that changed or tried
     to change it (None when nothing ran or the run found nothing to do). Raises GatewayError
     when the context still does not fit the window."""
     ran: CompactionRun | None = None
     for _attempt in range(2):
-        why, force = _due(session)
+        why, force = _due(session, overrides)
         if why is None or (_attempt and not force):
             # A second run only when the first compacted an older snapshot (a run another
             # worker was executing) and the context is still over the window.
             break
         # The session's pending run goes first (a newer one would queue behind it).
-        run = pending_run(session) or request_run(session, trigger=TriggerKind.AUTO, force=force, reason=why)
+        run = pending_run(session) or request_run(session, trigger=TriggerKind.AUTO, force=force, reason=why,
+                                                     overrides=overrides or None)
         state = execute(run.pk)
         if state in ("busy", "running_elsewhere"):
             _wait(run.pk)
@@ -72,7 +84,7 @@ def before_call(session: Session) -> tuple[Session, CompactionRun | None]:
         session = Session.objects.get(pk=session.pk)
         if run.status != RunStatus.SKIPPED:
             ran = run
-    usable = _usable(session)
+    usable = _usable(session, overrides)
     if session.context_total > usable:
         raise GatewayError(400, f"the context is {session.context_total} tokens after compaction, over the "
                                 f"model's usable window of {usable} tokens; the project's policy cannot bring it "

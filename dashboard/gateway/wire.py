@@ -7,6 +7,7 @@ name, tool calls (id, function name, arguments) and the tool call answered."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from compaction.messages import canonical_json
@@ -36,10 +37,24 @@ def wire_form(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as an object (Anthropic's ``tool_use.input``): text that is not a
+    JSON object is kept under ``arguments``."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"arguments": arguments}
+
+
 def digest(raw: dict[str, Any]) -> str:
     form = wire_form(raw)
     if form.get("content") is None:
         form["content"] = ""
+    # Arguments compare as the object they encode: a client that decodes and re-encodes
+    # them (Anthropic's tool_use.input does) sends back the same call in other spacing.
+    for call in form.get("tool_calls") or []:
+        call["function"]["arguments"] = tool_input(call["function"]["arguments"] or "")
     return hashlib.sha256(canonical_json(form).encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -124,6 +124,7 @@ def test_a_long_agent_loop_is_compacted_without_the_client_changing_anything(gat
         assert project.test_key not in req.body.decode()
     assert len(requests[-1].messages) < len(history) - 1, "the last call got the compacted context"
     assert requests[-1].messages[-1]["role"] == "tool"
+    assert requests[-1].messages[-1]["tool_call_id"] == "call_59", "the newest message is forwarded, not a stale context"
 
     # The session holds the client's whole history, each message once, and the archive
     # gives it back byte for byte.
