@@ -3,6 +3,7 @@
 from django.urls import path
 
 from .views import (
+    api_keys,
     archive_browser,
     before_after,
     force_summarize,
@@ -24,6 +25,10 @@ urlpatterns = [
     path("sessions/", sessions_list.sessions_list, name="sessions"),
     path("sessions/upload/", sessions_list.upload, name="upload"),
     path("projects/new/", sessions_list.create_project, name="create-project"),
+    path("projects/<int:pk>/samples/", sessions_list.load_samples, name="load-samples"),
+    path("projects/<int:pk>/keys/", api_keys.api_keys, name="api-keys"),
+    path("projects/<int:pk>/keys/new/", api_keys.create_key, name="api-key-create"),
+    path("projects/<int:pk>/keys/<int:key_id>/revoke/", api_keys.revoke_key, name="api-key-revoke"),
 
     path("sessions/<int:pk>/", session_page.session_detail, name="session"),
     path("sessions/<int:pk>/overview/", session_page.session_overview, name="session-overview"),

@@ -11,9 +11,11 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction.formats import FORMATS
 
 from ..models import Project
+from ..selectors.access import check_access, project_for
 from ..selectors.sessions_list import SessionFilters, sessions_page
 from ..services import ServiceError
-from ..services.keys import get_or_create_project
+from ..services.projects import create_project_for
+from ..services.samples import load_samples as load_sample_sessions
 from ..services.uploads import import_uploads
 from ._common import PROJECT_KEY, current_project, htmx_target, is_htmx, page
 
@@ -60,6 +62,8 @@ def upload(request: HttpRequest) -> HttpResponse:
     nothing is imported and each fault is shown next to the form, naming file, line or
     index. htmx gets the form back (status 200, so the errors are swapped in)."""
     _projects, project = current_project(request)
+    if project is not None:
+        check_access(request.user, project.pk, need="edit")
     fmt = request.POST.get("format") or None
     title = request.POST.get("title", "").strip()[:500]
     text = request.POST.get("text", "")
@@ -84,8 +88,24 @@ def upload(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def create_project(request: HttpRequest) -> HttpResponse:
+    """Create a project; its creator becomes its owner."""
     name = request.POST.get("name", "").strip()[:200]
     if name:
-        project, _ = get_or_create_project(name)
+        try:
+            project, _ = create_project_for(request.user, name)
+        except ServiceError as exc:
+            return page(request, "pages/sessions_list.html",
+                        {"nav": "sessions", "project": None, "create_error": str(exc)}, status=400)
         request.session[PROJECT_KEY] = project.pk
+    return redirect("pages:sessions")
+
+
+@login_required
+@require_POST
+def load_samples(request: HttpRequest, pk: int) -> HttpResponse:
+    """The empty state's "load sample sessions": a few sessions of the operator's corpus
+    (idempotent: pressing again adds nothing)."""
+    project = project_for(request.user, pk, need="edit")
+    load_sample_sessions(project)
+    request.session[PROJECT_KEY] = project.pk
     return redirect("pages:sessions")
