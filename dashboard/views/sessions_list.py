@@ -11,7 +11,8 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction.formats import FORMATS
 
 from ..models import Project
-from ..selectors.access import check_access, project_for
+from ..selectors.access import can_edit, check_access, project_for
+from ..selectors.api_keys import api_base
 from ..selectors.sessions_list import SessionFilters, sessions_page
 from ..services import ServiceError
 from ..services.projects import create_project_for
@@ -38,7 +39,9 @@ def _list_context(request: HttpRequest, project: Project | None) -> dict[str, An
         except ServiceError as exc:  # a cursor edited by hand: show the first page and say so
             error = str(exc)
             listing = sessions_page(project, filters)
-    return {"filters": filters, "listing": listing, "list_error": error}
+    # api_base: the curl snippet of an empty project's first steps
+    return {"filters": filters, "listing": listing, "list_error": error, "api_base": api_base(request),
+            "can_edit": project is not None and can_edit(request.user, project.pk)}
 
 
 def _upload_context(**extra: Any) -> dict[str, Any]:
