@@ -6,6 +6,7 @@ from .views import (
     api_keys,
     archive_browser,
     before_after,
+    docs,
     force_summarize,
     layout,
     run_page,
@@ -21,6 +22,9 @@ urlpatterns = [
     path("login/", layout.login, name="login"),
     path("logout/", layout.logout, name="logout"),
     path("project/", layout.switch_project, name="switch-project"),
+
+    path("docs/", docs.docs_index, name="docs"),
+    path("docs/<slug:slug>/", docs.doc, name="doc"),
 
     path("sessions/", sessions_list.sessions_list, name="sessions"),
     path("sessions/upload/", sessions_list.upload, name="upload"),

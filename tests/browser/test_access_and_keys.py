@@ -59,7 +59,7 @@ def test_an_owner_creates_and_copies_a_key_from_the_empty_project(page, signed_i
     page.screenshot(path=str(DOCS / "api_keys.png"), full_page=True)
     found = {}
     for theme in ("light", "dark"):
-        for path in (f"/projects/{project.pk}/keys/", "/sessions/"):
+        for path in (f"/projects/{project.pk}/keys/", "/sessions/", "/docs/readme/"):
             page.goto(signed_in(path))
             page.evaluate(f"localStorage.setItem('cs-theme', '{theme}')")
             page.reload()

@@ -31,6 +31,8 @@ class Route:
 
 ROUTES: dict[str, Route] = {
     "home": Route("GET", "", "view", 302),
+    "docs": Route("GET", "", "view"),
+    "doc": Route("GET", "", "view"),
     "login": Route("GET", "", "view", 302),
     "logout": Route("POST", "", "view", 302),
     "switch-project": Route("POST", "", "view", 302),
