@@ -60,12 +60,14 @@ class TriggerOut(Schema):
     detail: dict[str, Any]
 
 
+# dashboard_url and metadata have defaults only so that an Idempotency-Key answer stored
+# before they existed still replays; every answer made now carries them.
 class RunRef(Schema):
     run_id: int
     status: str
     status_url: str
     created: bool = Field(description="True when this request queued the run; false when it reports a run already pending.")
-    dashboard_url: str = Field(description="The run's page on the dashboard.")
+    dashboard_url: str = Field("", description="The run's page on the dashboard.")
     inline: bool = Field(False, description="The run could not be enqueued (broker down, queue full) and executed "
                                             "synchronously in this request; `status` is then final.")
 
@@ -118,9 +120,9 @@ class SessionOut(Schema):
     updated_at: datetime
     last_message_at: datetime | None
     url: str
-    metadata: dict[str, Any] = Field(description="What the import said about the session (a corpus file's id, "
+    metadata: dict[str, Any] = Field(default_factory=dict, description="What the import said about the session (a corpus file's id, "
                                                  "source, license and meta; OpenAI metadata).")
-    dashboard_url: str = Field(description="The session's page on the dashboard.")
+    dashboard_url: str = Field("", description="The session's page on the dashboard.")
 
 
 class PendingRun(Schema):
@@ -177,7 +179,7 @@ class ContextSummary(Schema):
 
 class AppendOut(Schema):
     session_id: int
-    dashboard_url: str = Field(description="The session's page on the dashboard.")
+    dashboard_url: str = Field("", description="The session's page on the dashboard.")
     appended: int
     positions: list[int]
     message_count: int
@@ -265,7 +267,7 @@ class RunOut(Schema):
         "Set while the run is queued and no worker is alive: \"waiting for a worker (none seen for N s)\" and "
         "what happens next (RUN_NO_WORKER_WAIT, RUN_NO_WORKER_FALLBACK)."))
     url: str
-    dashboard_url: str = Field(description="The run's page on the dashboard.")
+    dashboard_url: str = Field("", description="The run's page on the dashboard.")
 
 
 class RunEventOut(Schema):
