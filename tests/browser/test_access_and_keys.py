@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.models import ApiKey, CompactionRun
+from dashboard.services.keys import create_api_key
 from tests.browser.conftest import ARTIFACTS, PASSWORD, settle
 from tests.browser.test_accessibility import serious
 from tests.pages import factories
@@ -69,4 +70,18 @@ def test_an_owner_creates_and_copies_a_key_from_the_empty_project(page, signed_i
                 found[f"{theme} {path}"] = problems
     page.evaluate("localStorage.removeItem('cs-theme')")
     assert found == {}, found
+    console.assert_clean()
+
+
+def test_the_keys_docs_and_empty_pages_do_not_scroll_sideways_on_a_phone(page, signed_in, console, project):
+    create_api_key(project, "phone")
+    page.set_viewport_size({"width": 390, "height": 844})
+    wide = {}
+    for path in (f"/projects/{project.pk}/keys/", "/sessions/", "/docs/", "/docs/readme/", "/docs/service/"):
+        page.goto(signed_in(path))
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            wide[path] = width
+    assert wide == {}, wide
     console.assert_clean()
