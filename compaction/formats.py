@@ -85,6 +85,10 @@ class ImportedSession:
     external_id: str | None = None
     model: str | None = None
     format: FormatName = "openai"
+    #: What the file said about the session besides its messages: a corpus file's ``id``,
+    #: ``source``, ``license`` and ``meta``, OpenAI's ``metadata`` (kept as given, never sent
+    #: to a model).
+    metadata: JSONObject = field(default_factory=dict)
 
     def to_dict(self) -> JSONObject:
         """The corpus/openai shape (feed it back to :func:`convert` to get the same session)."""
@@ -97,6 +101,9 @@ class ImportedSession:
             out["title"] = self.title
         if self.model is not None:
             out["model"] = self.model
+        for key, value in self.metadata.items():
+            if key != "id":
+                out.setdefault(key, value)
         return out
 
 
@@ -323,12 +330,24 @@ def _finish(messages: list[RawMessage], origins: list[str] | None, tools: list[J
         tools=tools,
         title=str(title) if title not in (None, "") else _first_user_title(messages),
         external_id=str(external_id) if external_id not in (None, "") else None,
-        model=_model_name(model),
+        model=model_name(model),
         format=fmt,
     )
 
 
-def _model_name(model: Any) -> str | None:
+#: Keys of an OpenAI session object kept as the session's metadata (corpus files carry the
+#: first four; ``metadata`` is OpenAI's own request field).
+METADATA_KEYS = ("id", "source", "license", "meta", "metadata")
+
+
+def session_metadata(obj: Any) -> JSONObject:
+    """The metadata keys an OpenAI session object carries, as given."""
+    if not isinstance(obj, dict):
+        return {}
+    return {k: obj[k] for k in METADATA_KEYS if obj.get(k) is not None}
+
+
+def model_name(model: Any) -> str | None:
     """A model name from metadata: a string, or the first of a list (sessions that switched
     models record all of them)."""
     if isinstance(model, (list, tuple)):
@@ -348,9 +367,11 @@ def _openai_session(data: Any, source: str | None) -> ImportedSession:
     model = meta.get("model")
     if model is None and isinstance(meta.get("meta"), dict):
         model = meta["meta"].get("model")
-    return _finish(list(messages), None, meta.get("tools") or [], title=meta.get("title"),
-                   external_id=meta.get("id", meta.get("external_id")), model=model, fmt="openai",
-                   source=source)
+    imported = _finish(list(messages), None, meta.get("tools") or [], title=meta.get("title"),
+                       external_id=meta.get("id", meta.get("external_id")), model=model, fmt="openai",
+                       source=source)
+    imported.metadata = session_metadata(meta)
+    return imported
 
 
 def _openai_jsonl(text: str, source: str | None) -> ImportedSession:

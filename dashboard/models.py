@@ -26,6 +26,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -124,6 +125,30 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ProjectRole(models.TextChoices):
+    """What a member may do in a project: an owner reads and writes (force, tune-save, delete,
+    upload, API keys); a viewer only reads."""
+
+    OWNER = "owner"
+    VIEWER = "viewer"
+
+
+class ProjectMembership(models.Model):
+    """A user's role in a project. Pages show a user only the projects they are a member of
+    (superusers see every project); dashboard.selectors.access applies it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships")
+    role = models.CharField(max_length=10, choices=ProjectRole.choices, default=ProjectRole.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user_and_project")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.project}"
 
 
 class ApiKey(models.Model):

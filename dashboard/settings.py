@@ -232,6 +232,12 @@ API_MAX_PAGE_SIZE = 500
 # Seconds an API key lookup is cached in each web process (revocation takes this long).
 API_KEY_CACHE_SECONDS = env_float("API_KEY_CACHE_SECONDS", 5.0)
 
+# Where "load sample sessions" (a project's empty state) reads session files: the operator's
+# folder, never one a client names. The smallest SAMPLE_SESSIONS files are loaded; with no
+# folder, the bundled sample in dashboard/fixtures/.
+CORPUS_DIR = Path(os.environ.get("CORPUS_DIR") or BASE_DIR.parent / "shared" / "corpus")
+SAMPLE_SESSIONS = env_int("SAMPLE_SESSIONS", 3)
+
 # -- compaction defaults -------------------------------------------------------------------
 # Used when a project has no active policy: a preset name, a JSON object, or a path to a
 # JSON file. Empty = the engine's "default" preset.

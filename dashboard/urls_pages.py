@@ -3,8 +3,10 @@
 from django.urls import path
 
 from .views import (
+    api_keys,
     archive_browser,
     before_after,
+    docs,
     force_summarize,
     gateway_calls,
     layout,
@@ -24,11 +26,18 @@ urlpatterns = [
     path("logout/", layout.logout, name="logout"),
     path("project/", layout.switch_project, name="switch-project"),
 
+    path("docs/", docs.docs_index, name="docs"),
+    path("docs/<slug:slug>/", docs.doc, name="doc"),
+
     path("sessions/", sessions_list.sessions_list, name="sessions"),
     path("sessions/upload/", sessions_list.upload, name="upload"),
     path("sessions/delete/", sessions_list.delete, name="sessions-delete"),
     path("runs/", runs_list.runs_list, name="runs"),
     path("projects/new/", sessions_list.create_project, name="create-project"),
+    path("projects/<int:pk>/samples/", sessions_list.load_samples, name="load-samples"),
+    path("projects/<int:pk>/keys/", api_keys.api_keys, name="api-keys"),
+    path("projects/<int:pk>/keys/new/", api_keys.create_key, name="api-key-create"),
+    path("projects/<int:pk>/keys/<int:key_id>/revoke/", api_keys.revoke_key, name="api-key-revoke"),
 
     path("sessions/<int:pk>/", session_page.session_detail, name="session"),
     path("sessions/<int:pk>/overview/", session_page.session_overview, name="session-overview"),

@@ -53,8 +53,8 @@ def main() -> int:
                               "--concurrency", str(args.workers), "--without-mingle", "--without-gossip"],
                    restart=True, env=env, cwd=str(REPO))
     supervisor = Supervisor([web, worker])
-    print(f"\nServing http://{args.host}:{args.port}/  (API docs: /api/docs). Ctrl-C stops the server and the worker.\n",
-          flush=True)
+    print(f"\nServing http://{args.host}:{args.port}/ : sign in there with the login above (API docs: /api/docs, "
+          f"API keys: on the dashboard). Ctrl-C stops the server and the worker.\n", flush=True)
 
     def stop(*_: object) -> None:
         supervisor.request_stop()  # the loop in run() then stops the children

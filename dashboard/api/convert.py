@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest
+from django.urls import reverse
+
 from ..models import (
     ArchiveItem,
     CompactionRun,
@@ -17,18 +20,24 @@ from ..selectors.sessions import session_detail
 from ..selectors.workers import waiting_note
 
 
-def session_out(s: Session) -> dict:
+def page_url(request: HttpRequest, name: str, pk: int) -> str:
+    """The absolute address of a dashboard page, on the host the client called."""
+    return request.build_absolute_uri(reverse(name, args=[pk]))
+
+
+def session_out(s: Session, request: HttpRequest) -> dict:
     return {
         "id": s.pk, "title": s.title, "external_id": s.external_id, "model": s.model, "format": s.source_format,
         "message_count": s.message_count, "context_messages": s.context_messages,
         "context_tokens": s.context_total, "history_tokens": s.history_total,
         "compaction_count": s.compaction_count, "policy_id": s.policy_id, "created_at": s.created_at,
         "updated_at": s.updated_at, "last_message_at": s.last_message_at, "url": f"/api/sessions/{s.pk}",
+        "metadata": s.metadata or {}, "dashboard_url": page_url(request, "pages:session", s.pk),
     }
 
 
-def session_detail_out(s: Session) -> dict:
-    out = session_out(s)
+def session_detail_out(s: Session, request: HttpRequest) -> dict:
+    out = session_out(s, request)
     out.update({
         "tokenizer": s.tokenizer, "tools_tokens": s.tools_tokens, "history_by_category": s.history_tokens,
         "context_by_category": s.context_tokens, "context_version": s.context_version,
@@ -45,14 +54,15 @@ def trigger_out(result) -> dict | None:
     return {"fired": result.fired, "reason": result.reason, "detail": result.to_dict()}
 
 
-def run_ref(run: CompactionRun | None, created: bool) -> dict[str, Any] | None:
+def run_ref(run: CompactionRun | None, created: bool, request: HttpRequest) -> dict[str, Any] | None:
     if run is None:
         return None
     # The run may have executed inline since it was created (sync fallback): read it again.
     fresh = CompactionRun.objects.filter(pk=run.pk).values("status", "inline").first()
     status, inline = (fresh["status"], fresh["inline"]) if fresh else (run.status, run.inline)
     return {"run_id": run.pk, "status": status, "status_url": f"/api/runs/{run.pk}",
-            "created": created, "inline": bool(inline)}
+            "created": created, "inline": bool(inline),
+            "dashboard_url": page_url(request, "pages:run", run.pk)}
 
 
 def message_out(m: StoredMessage) -> dict:
@@ -60,7 +70,7 @@ def message_out(m: StoredMessage) -> dict:
             "tokens_by_category": m.tokens_by_category, "content_hash": m.content_hash, "created_at": m.created_at}
 
 
-def run_out(r: CompactionRun) -> dict:
+def run_out(r: CompactionRun, request: HttpRequest) -> dict:
     return {
         "id": r.pk, "session_id": r.session_id, "trigger": r.trigger, "reason": r.reason, "force": r.force,
         "status": r.status,
@@ -73,6 +83,7 @@ def run_out(r: CompactionRun) -> dict:
         "filter_key": r.filter_key or None, "inline": r.inline, "inline_reason": r.inline_reason,
         "request_mode": r.request_mode or None, "request_mode_reason": r.request_mode_reason,
         "waiting": waiting_note(r), "url": f"/api/runs/{r.pk}",
+        "dashboard_url": page_url(request, "pages:run", r.pk),
     }
 
 
@@ -80,8 +91,8 @@ def event_out(e: RunEvent) -> dict:
     return {"kind": e.kind, "delivery": e.delivery, "data": e.data or {}, "created_at": e.created_at}
 
 
-def run_detail_out(r: CompactionRun, events: list[RunEvent]) -> dict:
-    out = run_out(r)
+def run_detail_out(r: CompactionRun, events: list[RunEvent], request: HttpRequest) -> dict:
+    out = run_out(r, request)
     out.update({
         "summary": r.summary, "prompt": r.prompt or [], "attempts": r.attempts or [], "ledger": r.ledger or [],
         "retention": r.retention, "compression": r.compression, "trigger_info": r.trigger_info,

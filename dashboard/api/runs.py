@@ -21,4 +21,4 @@ def get_run(request, run_id: RunId):
     """Status (queued, running, succeeded, failed, skipped), progress (step, attempt),
     tokens before/after per category, ledger, summary, prompt, attempts, events and error."""
     run = sel.get_run(request.auth.pk, run_id)
-    return convert.run_detail_out(run, sel.run_events(run))
+    return convert.run_detail_out(run, sel.run_events(run), request)

@@ -60,11 +60,14 @@ class TriggerOut(Schema):
     detail: dict[str, Any]
 
 
+# dashboard_url and metadata have defaults only so that an Idempotency-Key answer stored
+# before they existed still replays; every answer made now carries them.
 class RunRef(Schema):
     run_id: int
     status: str
     status_url: str
     created: bool = Field(description="True when this request queued the run; false when it reports a run already pending.")
+    dashboard_url: str = Field("", description="The run's page on the dashboard.")
     inline: bool = Field(False, description="The run could not be enqueued (broker down, queue full) and executed "
                                             "synchronously in this request; `status` is then final.")
 
@@ -91,6 +94,14 @@ class SessionImportIn(Input):
         None, max_length=100_000, description="Indexes of messages never evicted, truncated or cleared by a "
                                               "compaction (a message may instead carry `pinned: true` beside its "
                                               "fields). OpenAI-format messages only: they map one to one.")
+    # The corpus file shape (a file of ../shared/corpus posted as is) and OpenAI's metadata:
+    # kept as the session's metadata, shown on the dashboard, never sent to a model.
+    id: Annotated[Text, Field(max_length=500)] | None = Field(
+        None, description="A corpus file's session id: the external_id when `external_id` is not given.")
+    source: Annotated[Text, Field(max_length=2000)] | None = Field(None, description="Where the session comes from.")
+    license: Annotated[Text, Field(max_length=500)] | None = Field(None, description="The session's license.")
+    meta: dict[str, Any] | None = Field(None, description="Anything else the file says about the session.")
+    metadata: dict[str, Any] | None = Field(None, description="OpenAI-style request metadata (string pairs or any JSON).")
 
 
 class SessionOut(Schema):
@@ -109,6 +120,9 @@ class SessionOut(Schema):
     updated_at: datetime
     last_message_at: datetime | None
     url: str
+    metadata: dict[str, Any] = Field(default_factory=dict, description="What the import said about the session (a corpus file's id, "
+                                                 "source, license and meta; OpenAI metadata).")
+    dashboard_url: str = Field("", description="The session's page on the dashboard.")
 
 
 class PendingRun(Schema):
@@ -165,6 +179,7 @@ class ContextSummary(Schema):
 
 class AppendOut(Schema):
     session_id: int
+    dashboard_url: str = Field("", description="The session's page on the dashboard.")
     appended: int
     positions: list[int]
     message_count: int
@@ -252,6 +267,7 @@ class RunOut(Schema):
         "Set while the run is queued and no worker is alive: \"waiting for a worker (none seen for N s)\" and "
         "what happens next (RUN_NO_WORKER_WAIT, RUN_NO_WORKER_FALLBACK)."))
     url: str
+    dashboard_url: str = Field("", description="The run's page on the dashboard.")
 
 
 class RunEventOut(Schema):

@@ -9,6 +9,7 @@ from ninja.params import functions as param
 from pydantic import Field
 
 from compaction import CompactionError, simulate
+from compaction.formats import METADATA_KEYS, model_name, session_metadata
 
 from ..models import StoredMessage, StoredPolicy, TriggerKind
 from ..selectors import sessions as sel
@@ -75,13 +76,16 @@ def import_session(request, body: SessionImportIn):
 
     def work() -> Answer:
         rate_limits.check(request.auth, "import")
+        metadata = session_metadata(body.model_dump(include=set(METADATA_KEYS)))
+        model = body.model or model_name((body.meta or {}).get("model"))
         result = service.import_request(request.auth, body.messages, filter_key=body.filter_key, pinned=body.pinned,
                                         tools=body.tools, system=body.system, format=body.format, title=body.title,
-                                        external_id=body.external_id, model=body.model,
-                                        auto_compact=body.auto_compact)
+                                        external_id=body.external_id or body.id, model=model,
+                                        auto_compact=body.auto_compact, metadata=metadata)
         session = sel.get_session(request.auth.pk, result.session.pk)
-        return 201, {"session": convert.session_detail_out(session), "trigger": convert.trigger_out(result.trigger),
-                     "compaction": convert.run_ref(result.run, result.run_created)}
+        return 201, {"session": convert.session_detail_out(session, request),
+                     "trigger": convert.trigger_out(result.trigger),
+                     "compaction": convert.run_ref(result.run, result.run_created, request)}
 
     return once_per_key(request, work)
 
@@ -89,14 +93,14 @@ def import_session(request, body: SessionImportIn):
 @router.get("/sessions", response={200: SessionPage, **ERR}, summary="List sessions (newest first)")
 def list_sessions(request, cursor: Cursor = None, limit: Limit = None):
     items, nxt = sel.list_sessions(request.auth.pk, cursor, limit)
-    return {"items": [convert.session_out(s) for s in items], "next_cursor": nxt}
+    return {"items": [convert.session_out(s, request) for s in items], "next_cursor": nxt}
 
 
 @router.get("/sessions/{session_id}", response={200: SessionDetailOut, **ERR}, summary="Session detail")
 def get_session(request, session_id: SessionId):
     """Token totals per category (history and live context), context size, compaction count,
     the trigger as it stands and any pending run."""
-    return convert.session_detail_out(_session(request, session_id))
+    return convert.session_detail_out(_session(request, session_id), request)
 
 
 @router.delete("/sessions/{session_id}", response={204: None, **ERR}, summary="Delete a session")
@@ -111,7 +115,7 @@ def put_session_policy(request, session_id: SessionId, body: SessionPolicyIn):
     session = _session(request, session_id)
     row = get_policy(request.auth.pk, body.policy_id) if body.policy_id is not None else None
     set_session_policy(session, row)
-    return convert.session_detail_out(_session(request, session_id))
+    return convert.session_detail_out(_session(request, session_id), request)
 
 
 @router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERR}, summary="Append messages")
@@ -129,10 +133,11 @@ def append_messages(request, session_id: SessionId, body: AppendIn):
                                      pinned=pinned)
     s = result.session
     return 201, {
-        "session_id": s.pk, "appended": len(result.positions), "positions": result.positions,
+        "session_id": s.pk, "dashboard_url": convert.page_url(request, "pages:session", s.pk),
+        "appended": len(result.positions), "positions": result.positions,
         "message_count": s.message_count,
         "context": {"version": s.context_version, "tokens": s.context_tokens, "messages": s.context_messages},
-        "trigger": convert.trigger_out(result.trigger), "compaction": convert.run_ref(result.run, result.run_created),
+        "trigger": convert.trigger_out(result.trigger), "compaction": convert.run_ref(result.run, result.run_created, request),
     }
 
 
@@ -174,10 +179,11 @@ def get_context(request, session_id: SessionId):
 
 @router.post("/sessions/{session_id}/compactions", response={200: RunRef, 202: RunRef, 429: Error, **ERR},
              summary="Force a compaction")
-def force_compaction(request, session_id: SessionId, body: ForceIn):
+def force_compaction(request, session_id: SessionId, body: ForceIn | None = None):
     """Queue a run that compacts whatever the trigger says. Returns at once (202) with the
     run id; poll `status_url`. When the run cannot be enqueued (broker down, queue full) it
-    executes inline in this request: 200 with `inline: true` and the final status.
+    executes inline in this request: 200 with `inline: true` and the final status. The body
+    is optional: none (or `{}`) forces with the session's own policy.
 
     While a forced run of the session is queued or running, a force with the same policy,
     overrides and filter_key returns that run (202, `created: false`) instead of queueing
@@ -188,13 +194,14 @@ def force_compaction(request, session_id: SessionId, body: ForceIn):
     request is refused (422 naming the header). Over the project's FORCE_RATE_LIMIT: 429 with
     `Retry-After` (a replayed answer does not count)."""
     session = _session(request, session_id)
+    body = body or ForceIn()
 
     def force() -> Answer:
         rate_limits.check(request.auth, "force")
         run, created = run_service.force_run(session, trigger=TriggerKind.API, reason=body.reason,
                                              overrides=body.overrides, policy=body.policy, preset=body.preset,
                                              filter_key=body.filter_key)
-        ref = convert.run_ref(run, created)
+        ref = convert.run_ref(run, created, request)
         assert ref is not None  # a forced request always returns its run
         return (200 if ref["inline"] else 202), ref
 
@@ -216,7 +223,7 @@ def branch_summaries(request, session_id: SessionId,
 @router.get("/sessions/{session_id}/runs", response={200: RunPage, **ERR}, summary="Runs of a session (newest first)")
 def session_runs(request, session_id: SessionId, cursor: Cursor = None, limit: Limit = None):
     items, nxt = list_runs(_session(request, session_id), cursor, limit)
-    return {"items": [convert.run_out(r) for r in items], "next_cursor": nxt}
+    return {"items": [convert.run_out(r, request) for r in items], "next_cursor": nxt}
 
 
 @router.post("/sessions/{session_id}/simulate", response={200: SimulateOut, **ERR},

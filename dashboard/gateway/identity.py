@@ -93,8 +93,10 @@ def _continue(gateway_id: int, messages: list[dict[str, Any]], chains: list[str]
 def _start(project: Project, body: ChatBody, identity: str, chains: list[str], forked_from: int | None) -> Placement:
     label = identity.split(":", 1)[1][:80] if not identity.startswith("lead:") else identity[5:17]
     try:
+        # the request's OpenAI metadata is kept on the session it starts, as an import keeps it
         imported = convert_payload(body.messages, tools=body.tools or None, format="openai", model=body.model,
-                                   title=f"gateway {label}", source="messages")
+                                   title=f"gateway {label}", source="messages",
+                                   metadata={"metadata": body.metadata} if body.metadata else None)
         with transaction.atomic():
             result = import_session(project, imported, auto_compact=False)
             gw = GatewaySession.objects.create(session=result.session, project=project, identity=identity,

@@ -4,10 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import Project
+from .access import visible_projects
 
 
-def project_choices() -> list[Project]:
-    return list(Project.objects.order_by("name").only("id", "name"))
+def project_choices(user: Any) -> list[Project]:
+    """The projects of the switcher: those the user may see."""
+    return list(visible_projects(user).only("id", "name"))
 
 
 def pick_project(projects: list[Project], wanted: Any) -> Project | None:

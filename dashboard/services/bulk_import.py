@@ -101,7 +101,7 @@ def _session_row(project: Project, p: _Prepared, stamp) -> Session:
     history = with_total(p.totals)
     return Session(
         project=project, title=clean_text(imported.title or "")[:500], external_id=imported.external_id or "",
-        model=imported.model or "", source_format=imported.format or "", tools=imported.tools or [],
+        model=imported.model or "", metadata=imported.metadata, source_format=imported.format or "", tools=imported.tools or [],
         tools_tokens=p.tools_tokens, tokenizer=counter_for(p.policy).name, message_count=n, history_tokens=history,
         history_total=history["total"], context_tokens=with_total(dict(p.totals, tools=p.tools_tokens)),
         context_total=history["total"] + p.tools_tokens, context_messages=n, context_version=1,

@@ -83,8 +83,9 @@ class WriteResult:
 
 def convert_payload(messages: Any, *, tools: list | None = None, system: Any = None, format: str | None = None,
                     title: str | None = None, external_id: str | None = None, model: str | None = None,
-                    source: str | None = None) -> ImportedSession:
-    """Turn an API import body into one ImportedSession (compaction.formats does the work)."""
+                    source: str | None = None, metadata: dict | None = None) -> ImportedSession:
+    """Turn an API import body into one ImportedSession (compaction.formats does the work).
+    ``metadata``: what the body said about the session (corpus keys, OpenAI ``metadata``)."""
     if format is not None and format not in FORMATS:
         raise Invalid(f"format: unknown format {format!r} (expected one of {', '.join(FORMATS)})")
     try:
@@ -114,6 +115,8 @@ def convert_payload(messages: Any, *, tools: list | None = None, system: Any = N
         imported.external_id = external_id
     if model:
         imported.model = model
+    if metadata:
+        imported.metadata = {**imported.metadata, **metadata}
     return imported
 
 
@@ -213,7 +216,8 @@ def _trigger_key(keys: list) -> str | None:
 
 def import_request(project: Project, messages: Any, *, filter_key: str | None = None, pinned: list | None = None,
                    tools: list | None = None, system: Any = None, format: str | None = None, title: str | None = None,
-                   external_id: str | None = None, model: str | None = None, auto_compact: bool = True) -> WriteResult:
+                   external_id: str | None = None, model: str | None = None, auto_compact: bool = True,
+                   metadata: dict | None = None) -> WriteResult:
     """An import as a client sends it: messages that may carry ``filter_key`` and ``pinned``
     beside their fields (or a body-level key and pin list), converted from any supported
     format. Branch keys and pins need OpenAI-format messages that map one to one to the
@@ -221,7 +225,7 @@ def import_request(project: Project, messages: Any, *, filter_key: str | None = 
     messages, pins_at = pins.split_pins(messages, pinned)
     messages, keys = split_filter_keys(messages, filter_key)
     imported = convert_payload(messages, tools=tools, system=system, format=format, title=title,
-                               external_id=external_id, model=model)
+                               external_id=external_id, model=model, metadata=metadata)
     if keys is None and filter_key:
         keys = [clean_key(filter_key)] * len(imported.messages)
     elif keys is not None and (imported.format != "openai" or len(imported.messages) != len(keys)):
@@ -269,7 +273,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
                 session = Session.objects.create(
                     project=project, title=clean_text(imported.title or "")[:500],
                     external_id=imported.external_id or "", model=imported.model or "",
-                    source_format=imported.format or "", tools=tools, tools_tokens=tools_tokens,
+                    metadata=imported.metadata, source_format=imported.format or "", tools=tools, tools_tokens=tools_tokens,
                     tokenizer=counter.name, message_count=len(msgs), history_tokens=history,
                     history_total=history["total"], context_tokens=with_total(dict(totals, tools=tools_tokens)),
                     context_total=history["total"] + tools_tokens,

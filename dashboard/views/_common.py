@@ -7,16 +7,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from ..models import Project
+from ..models import Project, ProjectRole
+from ..selectors.access import role_in
 from ..selectors.layout import pick_project, project_choices
 
 PROJECT_KEY = "project_id"
 
 
 def current_project(request: HttpRequest, prefer: Project | None = None) -> tuple[list[Project], Project | None]:
-    """(all projects, the one the switcher shows). Viewing a session of another project
-    makes that project current, so the switcher always names the project on screen."""
-    projects = project_choices()
+    """(the projects the user may see, the one the switcher shows). Viewing a session of
+    another project makes that project current, so the switcher always names the project on
+    screen; a project kept in the browser session that the user may no longer see is ignored."""
+    projects = project_choices(request.user)
     if prefer is not None:
         if request.session.get(PROJECT_KEY) != prefer.pk:
             request.session[PROJECT_KEY] = prefer.pk
@@ -28,7 +30,10 @@ def page(request: HttpRequest, template: str, context: dict[str, Any], *, projec
          status: int = 200) -> HttpResponse:
     """Render a full page with the layout's context (projects, current project)."""
     projects, current = current_project(request, project)
-    ctx = {"projects": projects, "current_project": current, **context}
+    # what the templates offer: write controls only to the project's owners
+    role = role_in(request.user, current.pk) if current is not None else None
+    ctx = {"projects": projects, "current_project": current, "project_role": role,
+           "can_edit": role == ProjectRole.OWNER, **context}
     return render(request, template, ctx, status=status)
 
 

@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET
 
 from ..models import StoredArchiveEntry
 from ..selectors import archive as archive_sel
+from ..selectors.access import session_for
 from ..selectors.archive_browser import ITEMS_PER_PAGE, archive_groups, entry_context, load_entry
-from ..selectors.sessions import load_session
 from ..services import ServiceError
 from ._common import htmx_target, int_param, is_htmx, page
 
@@ -27,7 +27,7 @@ def _entry_context(request: HttpRequest, entry: StoredArchiveEntry) -> dict[str,
 @login_required
 @require_GET
 def archive(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     run_id = int_param(request, "run", None, 1)
     q = request.GET.get("q", "").strip()[:500]
     ctx: dict[str, Any] = {"nav": "session", "tab": "archive", "session": session, "run_filter": run_id, "q": q}
@@ -49,7 +49,7 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
 def entry(request: HttpRequest, pk: int, entry_id: str) -> HttpResponse:
     """One entry's items, ``limit`` at a time from ``offset`` (an htmx partial; a plain
     request goes to the browser page with the entry open)."""
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     e = load_entry(session, entry_id)
     if not is_htmx(request):
         url = reverse("pages:archive", args=[session.pk]) + f"?entry={e.entry_id}"
@@ -62,7 +62,7 @@ def entry(request: HttpRequest, pk: int, entry_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def replay_check(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     try:
         result, error = archive_sel.replay(session), None
         result.pop("messages", None)

@@ -18,8 +18,7 @@ from compaction import PRESETS
 
 from ..forms import parse_overrides
 from ..models import TriggerKind
-from ..selectors.runs import load_run_status
-from ..selectors.sessions import load_session
+from ..selectors.access import run_status_for, session_for
 from ..services import ServiceError
 from ..services.runs import force_run
 from ._common import is_htmx
@@ -28,7 +27,7 @@ from ._common import is_htmx
 @login_required
 @require_POST
 def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk, need="edit")
     preset = request.POST.get("preset") or None
     reason = request.POST.get("reason", "").strip()[:500] or "forced from the dashboard"
     error = None
@@ -55,7 +54,7 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def run_progress(request: HttpRequest, pk: int) -> HttpResponse:
-    run = load_run_status(pk)
+    run = run_status_for(request.user, pk)
     context = request.GET.get("context", "session")
     response = render(request, "partials/run_progress.html", {"run": run, "poll_for": context})
     if run.is_final and request.GET.get("poll"):

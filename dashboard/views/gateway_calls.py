@@ -7,13 +7,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ..selectors.gateway_calls import calls_page
-from ..selectors.sessions import load_session
+from ..selectors.access import session_for
 from ._common import int_param
 
 
 @login_required
 @require_GET
 def calls(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     return render(request, "partials/gateway_calls.html",
                   {"session": session, "calls": calls_page(session, int_param(request, "before", None))})

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from ..models import Project
+from ..selectors.access import visible_projects
 from ._common import PROJECT_KEY
 
 
@@ -16,7 +16,8 @@ from ._common import PROJECT_KEY
 def switch_project(request: HttpRequest) -> HttpResponse:
     """Remember the chosen project in the browser session, then go back to the list (a
     session page of the old project would not belong to the new one)."""
-    project = Project.objects.filter(pk=request.POST.get("project") or 0).only("id").first()
+    raw = request.POST.get("project") or ""
+    project = visible_projects(request.user).filter(pk=int(raw)).only("id").first() if raw.isdigit() else None
     if project is not None:
         request.session[PROJECT_KEY] = project.pk
     return redirect("pages:sessions")

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from compaction import PRESETS
 
+from ..selectors.access import session_for
 from ..selectors.gateway_calls import calls_cost, calls_page
 from ..selectors.session_page import (
     message_at,
@@ -19,7 +20,6 @@ from ..selectors.session_page import (
     text_page,
     transcript_page,
 )
-from ..selectors.sessions import load_session
 from ._common import int_param, page
 
 
@@ -32,7 +32,7 @@ def _transcript_start(request: HttpRequest) -> int:
 @login_required
 @require_GET
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     ctx = overview_context(session, request.GET.get("summary_key") or None)
     ctx.update({"nav": "session", "tab": "overview", "presets": list(PRESETS), "dir": "",
                 "page": transcript_page(session, ctx["runs"], _transcript_start(request))})
@@ -45,7 +45,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def session_overview(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     return render(request, "pages/session.html#overview",
                   overview_context(session, request.GET.get("summary_key") or None))
 
@@ -55,7 +55,7 @@ def session_overview(request: HttpRequest, pk: int) -> HttpResponse:
 def transcript(request: HttpRequest, pk: int) -> HttpResponse:
     """A page of the transcript: ``around=N`` (the page holding message N), or ``start=N``
     with ``dir=next|prev`` for the "load more" buttons."""
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     direction = request.GET.get("dir", "")
     tp = transcript_page(session, session_runs(session), _transcript_start(request))
     return render(request, "partials/transcript.html",
@@ -68,7 +68,7 @@ def message_full(request: HttpRequest, pk: int, position: int) -> HttpResponse:
     """One message's whole text (the transcript clips long ones). A text over
     MESSAGE_PAGE_CHARS is shown a page at a time, and ``?download=1`` sends it whole as a
     text file, so no page carries megabytes of HTML."""
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     m = message_at(session, position)
     part, call = request.GET.get("part", "text"), int_param(request, "call", 0)
     shown = message_part(m, part, call)

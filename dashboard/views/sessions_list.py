@@ -14,10 +14,13 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction.formats import FORMATS
 
 from ..models import Project
+from ..selectors.access import can_edit, check_access, project_for
+from ..selectors.api_keys import api_base
 from ..selectors.list_filters import filter_choices, parse_filters
 from ..selectors.sessions_list import DEFAULT_SORT, SORT_NAMES, sessions_page
 from ..services import ServiceError
-from ..services.keys import get_or_create_project
+from ..services.projects import create_project_for
+from ..services.samples import load_samples as load_sample_sessions
 from ..services.session_delete import delete_sessions, parse_ids, plan_delete
 from ..services.uploads import import_uploads
 from ._common import PROJECT_KEY, current_project, htmx_target, is_htmx, page, safe_next
@@ -41,7 +44,9 @@ def _list_context(request: HttpRequest, project: Project | None) -> dict[str, An
             error = str(exc)
             listing = sessions_page(project, filters)
     choices = filter_choices(project) if project is not None else {}
-    return {"filters": filters, "listing": listing, "list_error": error, "choices": choices}
+    # api_base: the curl snippet of an empty project's first steps
+    return {"filters": filters, "listing": listing, "list_error": error, "choices": choices,
+            "api_base": api_base(request), "can_edit": project is not None and can_edit(request.user, project.pk)}
 
 
 def _upload_context(**extra: Any) -> dict[str, Any]:
@@ -65,6 +70,8 @@ def upload(request: HttpRequest) -> HttpResponse:
     nothing is imported and each fault is shown next to the form, naming file, line or
     index. htmx gets the form back (status 200, so the errors are swapped in)."""
     _projects, project = current_project(request)
+    if project is not None:
+        check_access(request.user, project.pk, need="edit")
     fmt = request.POST.get("format") or None
     title = request.POST.get("title", "").strip()[:500]
     text = request.POST.get("text", "")
@@ -89,9 +96,14 @@ def upload(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def create_project(request: HttpRequest) -> HttpResponse:
+    """Create a project; its creator becomes its owner."""
     name = request.POST.get("name", "").strip()[:200]
     if name:
-        project, _ = get_or_create_project(name)
+        try:
+            project, _ = create_project_for(request.user, name)
+        except ServiceError as exc:
+            return page(request, "pages/sessions_list.html",
+                        {"nav": "sessions", "project": None, "create_error": str(exc)}, status=400)
         request.session[PROJECT_KEY] = project.pk
     return redirect("pages:sessions")
 
@@ -107,6 +119,7 @@ def delete(request: HttpRequest) -> HttpResponse:
     ctx: dict[str, Any] = {"nav": "sessions", "project": project, "next": back}
     if project is None:
         return redirect("pages:sessions")
+    check_access(request.user, project.pk, need="edit")
     try:
         ids = parse_ids(request.POST.getlist("session"))
         if request.POST.get("confirm") == "1":
@@ -118,3 +131,14 @@ def delete(request: HttpRequest) -> HttpResponse:
         ctx["delete_error"] = str(exc)
         return page(request, "pages/sessions_delete.html", ctx, status=exc.status)
     return page(request, "pages/sessions_delete.html", ctx)
+
+
+@login_required
+@require_POST
+def load_samples(request: HttpRequest, pk: int) -> HttpResponse:
+    """The empty state's "load sample sessions": a few sessions of the operator's corpus
+    (idempotent: pressing again adds nothing)."""
+    project = project_for(request.user, pk, need="edit")
+    load_sample_sessions(project)
+    request.session[PROJECT_KEY] = project.pk
+    return redirect("pages:sessions")

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction import PolicyError
 
 from ..forms import SavePolicyForm
-from ..selectors.sessions import load_session
+from ..selectors.access import session_for
 from ..selectors.tuning import initial_forms, posted_policy, starting_point, tuning_preview
 from ..services import ServiceError
 from ..services.policies import save_tuned_policy
@@ -26,7 +26,7 @@ from ._common import is_htmx, page
 @login_required
 @require_GET
 def tuning(request: HttpRequest, pk: int) -> HttpResponse:
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     start = starting_point(session)
     ctx = {"nav": "session", "tab": "tuning", "session": session, "forms": initial_forms(session, start),
            "compare": False, "current_label": start.label, "policy_row": start.row}
@@ -38,7 +38,7 @@ def tuning(request: HttpRequest, pk: int) -> HttpResponse:
 def preview(request: HttpRequest, pk: int) -> HttpResponse:
     """Simulate the form's policies over the stored history. Always answers 200 with the
     preview (errors are shown in it), so htmx swaps it in."""
-    session = load_session(pk)
+    session = session_for(request.user, pk)
     result = tuning_preview(session, request.POST)
     ctx = {"session": session, "tuning": result, "forms": result.forms, "compare": result.compare,
            "chart": result.chart}
@@ -56,7 +56,7 @@ def save(request: HttpRequest, pk: int) -> HttpResponse:
     """Save a side's policy (as edited; side A unless ``save_side=b``) under a name, then
     make it the project's active policy (``target=project``) or this session's policy
     (``target=session``)."""
-    session = load_session(pk)
+    session = session_for(request.user, pk, need="edit")
     form = SavePolicyForm(request.POST)
     ctx = {"session": session, "save_errors": [m for ms in form.errors.values() for m in ms]}
     if form.is_valid():

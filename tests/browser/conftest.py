@@ -51,8 +51,9 @@ from tests.pages.conftest import _eager_celery  # noqa: E402,F401  (autouse fixt
 
 
 @pytest.fixture
-def project(transactional_db):
-    return factories.make_project("acme")
+def project(transactional_db, user):
+    """The project "acme", owned by the signed-in user alice."""
+    return factories.add_member(factories.make_project("acme"), user)
 
 
 @pytest.fixture

@@ -62,9 +62,9 @@ def test_the_theme_toggle_switches_to_dark_and_is_remembered(page, signed_in, co
     console.assert_clean()
 
 
-def test_the_project_switcher_changes_the_listed_sessions(page, signed_in, console, project):
+def test_the_project_switcher_changes_the_listed_sessions(page, signed_in, console, project, user):
     factories.import_messages(project, factories.agent_messages(2), title="acme work")
-    other = factories.make_project("globex")
+    other = factories.add_member(factories.make_project("globex"), user, "viewer")
     factories.import_messages(other, factories.agent_messages(2), title="globex work")
     page.goto(signed_in("/sessions/"))
     assert page.get_by_text("acme work").is_visible()

@@ -23,10 +23,10 @@ def save(page, name: str, full_page: bool = False):
 
 
 @pytest.fixture
-def real_session(transactional_db):
+def real_session(transactional_db, user):
     if not any(p.name == CORPUS for p in corpus_files()):
         pytest.skip(f"corpus file {CORPUS} not found (../shared/corpus)")
-    project = factories.make_project("demo", policy=POLICY)
+    project = factories.add_member(factories.make_project("demo", policy=POLICY), user)
     data = load(CORPUS)
     s = factories.grow(project, data["messages"], title="django-14580: missing import in a generated migration",
                        start=20, chunk=2)

@@ -38,8 +38,9 @@ def web(client, user):
 
 
 @pytest.fixture
-def project(db):
-    return factories.make_project("acme")
+def project(db, user):
+    """The project "acme", owned by the signed-in user alice."""
+    return factories.add_member(factories.make_project("acme"), user)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from compaction.formats import ImportedSession
 from dashboard.models import CompactionRun, Session, TriggerKind
 from dashboard.services.keys import get_or_create_project
 from dashboard.services.policies import create_policy
+from dashboard.services.projects import set_member
 from dashboard.services.runs import request_run
 from dashboard.services.sessions import append_messages, import_session
 
@@ -52,6 +53,12 @@ def make_project(name: str = "acme", policy: dict | None = TEST_POLICY):
     if policy is not None and not project.active_policy_id:
         create_policy(project, policy.get("name", "tests"), Policy.load(policy), activate=True)
         project.refresh_from_db()
+    return project
+
+
+def add_member(project, user, role: str = "owner"):
+    """``user`` gets ``role`` in ``project`` (pages show a user only their projects)."""
+    set_member(project, user, role)
     return project
 
 

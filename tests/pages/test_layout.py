@@ -55,8 +55,8 @@ def test_logging_out_is_a_post(web):
     assert web.get(reverse("pages:sessions")).status_code == 302
 
 
-def test_the_project_switcher_lists_projects_and_switches(web, project, small):
-    other = factories.make_project("globex")
+def test_the_project_switcher_lists_projects_and_switches(web, user, project, small):
+    other = factories.add_member(factories.make_project("globex"), user, "viewer")
     factories.import_messages(other, factories.agent_messages(2), title="globex work")
     html = web.get(reverse("pages:sessions")).content.decode()
     assert 'data-testid="project-switcher"' in html
@@ -68,8 +68,8 @@ def test_the_project_switcher_lists_projects_and_switches(web, project, small):
     assert "globex work" in html and "small session" not in html
 
 
-def test_viewing_a_session_makes_its_project_current(web, project, small):
-    other = factories.make_project("globex")
+def test_viewing_a_session_makes_its_project_current(web, user, project, small):
+    other = factories.add_member(factories.make_project("globex"), user, "viewer")
     web.post(reverse("pages:switch-project"), {"project": other.pk})
     html = web.get(reverse("pages:session", args=[small.pk])).content.decode()
     assert re.search(rf'<option value="{project.pk}" selected>acme</option>', html)

@@ -192,6 +192,7 @@ def test_identity_header_metadata_user_and_leading_messages(gateway, project, ll
     by_metadata = call(base, metadata={"session_id": "agent-8"}, store=False)
     by_user = call(base, user="alice")
     assert len({by_digest, by_header, by_metadata, by_user}) == 4
+    assert Session.objects.get(pk=by_metadata).metadata == {"metadata": {"session_id": "agent-8"}}
     assert call(base + [{"role": "assistant", "content": "r2"}, {"role": "user", "content": "x"}],
                 extra_headers={"X-Session-Id": "agent-7"}) == by_header
 

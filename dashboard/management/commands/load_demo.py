@@ -15,7 +15,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from dashboard.models import ProjectRole
 from dashboard.services.keys import authenticate, create_api_key, get_or_create_project
+from dashboard.services.projects import set_member
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -54,6 +56,7 @@ class Command(BaseCommand):
         if not user.check_password(password):
             user.set_password(password)
         user.save()
+        set_member(project, user, ProjectRole.OWNER)
         creds_path.write_text(json.dumps({"project": project.name, "api_key": key, "username": user.username,
                                           "password": password}), encoding="utf-8")
         creds_path.chmod(0o600)
@@ -72,5 +75,5 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(f"Project:  {project.name}")
         self.stdout.write(f"API key:  {key}")
-        self.stdout.write(f"Login:    {user.username} / {password}   (sign in at /admin/login/ on the web server)")
+        self.stdout.write(f"Login:    {user.username} / {password}   (sign in at / on the web server)")
         self.stdout.write(f"(kept in {creds_path})")
