@@ -20,7 +20,7 @@ def superusers_own_projects_without_members(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0012_session_metadata'),
+        ('dashboard', '0013_gateway_call'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

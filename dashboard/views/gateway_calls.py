@@ -6,8 +6,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..selectors.gateway_calls import calls_page
 from ..selectors.access import session_for
+from ..selectors.gateway_calls import calls_page
 from ._common import int_param
 
 
