@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from dashboard.models import ProjectMembership
 from dashboard.services.keys import get_or_create_project
 
-migration = importlib.import_module("dashboard.migrations.0013_project_memberships")
+migration = importlib.import_module("dashboard.migrations.0014_project_memberships")
 
 
 def test_projects_without_members_get_every_superuser_as_owner(db, django_user_model):
