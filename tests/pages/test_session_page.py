@@ -34,7 +34,7 @@ def test_the_timeline_has_a_bar_per_message_a_line_per_model_call_markers_and_th
     runs = list(CompactionRun.objects.filter(session=grown, status="succeeded").order_by("id"))
     assert [m["run"] for m in data["markers"]] == [r.pk for r in runs]
     assert {m["tokens_before"] for m in data["markers"]} == {r.tokens_before["total"] for r in runs}
-    assert any(t["label"] == "trigger: 6,000 tokens" and t["value"] == 6000 for t in data["thresholds"])
+    assert any(t["label"] == "summary trigger: 6,000 tokens" and t["value"] == 6000 for t in data["thresholds"])
 
 
 def test_the_context_line_drops_after_each_compaction(web, grown):
