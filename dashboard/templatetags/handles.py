@@ -31,3 +31,23 @@ def archive_links(text: Any, session_pk: Any, autoescape: bool = True) -> SafeSt
         return f'<a class="handle" href="{base}?entry={handle}#entry-content" data-archive-handle="{handle}">{handle}</a>'
 
     return mark_safe(HANDLE.sub(link, escaped))  # noqa: S308 - the text is escaped, a handle is [a-z0-9_]
+
+
+@register.filter(needs_autoescape=True)
+def highlight(text: Any, q: Any, autoescape: bool = True) -> SafeString:
+    """``text`` escaped, with each case-insensitive occurrence of ``q`` in ``<mark>``."""
+    raw = "" if text is None else str(text)
+    esc = conditional_escape if autoescape else str
+    needle = str(q or "")
+    if not needle:
+        return mark_safe(str(esc(raw)))  # noqa: S308 - escaped
+    parts = re.split(f"({re.escape(needle)})", raw, flags=re.IGNORECASE)
+    # split with a group: odd pieces are the matches; every piece is escaped on its own
+    out = [f'<mark class="hit">{esc(p)}</mark>' if i % 2 else str(esc(p)) for i, p in enumerate(parts)]
+    return mark_safe("".join(out))  # noqa: S308 - every piece escaped
+
+
+@register.filter
+def mentions(text: Any, q: Any) -> bool:
+    """Whether ``text`` contains ``q`` (case-insensitive; False for an empty ``q``)."""
+    return bool(q) and str(q).lower() in str(text or "").lower()
