@@ -1,10 +1,9 @@
 """Before/after of a run that evicted about 300 messages: the evicted span is one row that
 expands, "changed only" hides untouched rows, and j / k step through the changes."""
-import shutil
-
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, REPO, settle, shot
+from tests.browser.conftest import settle, shot
+from tests.browser.test_accessibility import serious
 from tests.pages import factories
 
 pytestmark = pytest.mark.browser
@@ -31,11 +30,13 @@ def test_a_300_message_eviction_is_one_short_row_that_expands(page, signed_in, c
     assert span.locator('[data-testid="ba-summary"]').count() == 1  # beside what it replaced
     height = page.evaluate("document.documentElement.scrollHeight")
     assert height < 3000, height
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot(page, "before_after", full_page=True), REPO / "docs" / "screenshots" / "before_after.png")
+    shot(page, "before-after-300", full_page=True)
     span.locator(".cell.span > details > summary").click()
     first = evicted[0]["message_id"]
     page.locator(f"#ba-{first}").wait_for(state="visible")
+    for theme in ("light", "dark"):  # the expanded span too: no serious or critical axe finding
+        page.evaluate(f"document.documentElement.setAttribute('data-theme', '{theme}')")
+        assert serious(page) == [], theme
     console.assert_clean()
 
 
