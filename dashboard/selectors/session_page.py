@@ -63,17 +63,20 @@ class PlacedRun:
 
 
 def session_runs(session: Session, limit: int = MAX_RUNS) -> list[PlacedRun]:
-    """The session's runs, oldest first (the newest ``limit``)."""
+    """The session's runs, oldest first (the newest ``limit``). A run's snapshot position is
+    the one it stored when claimed; runs from before that column existed count the messages
+    created before they started."""
     snap = (StoredMessage.objects.filter(session_id=OuterRef("session_id"), created_at__lte=OuterRef("started_at"))
             .order_by().values("session_id").annotate(c=Count("id")).values("c"))
     runs = list(CompactionRun.objects.filter(session_id=session.pk).only(*RUN_LIST_FIELDS)
-                .annotate(snap_position=Subquery(snap, output_field=IntegerField())).order_by("-id")[:limit])
+                .annotate(snap_count=Subquery(snap, output_field=IntegerField())).order_by("-id")[:limit])
     runs.reverse()
     placed = []
     for r in runs:
-        base = r.snap_position if r.snap_position is not None else session.message_count
+        snap_at = r.snapshot_position if r.snapshot_position is not None else r.snap_count  # type: ignore[attr-defined]
+        base = snap_at if snap_at is not None else session.message_count
         commit = min(session.message_count, base + (r.appended_during_run or 0))
-        placed.append(PlacedRun(run=r, snap_position=r.snap_position, commit_position=commit, badge=run_badge(r)))
+        placed.append(PlacedRun(run=r, snap_position=snap_at, commit_position=commit, badge=run_badge(r)))
     return placed
 
 

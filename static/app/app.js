@@ -65,7 +65,7 @@
       var y = u.valToPos(t.value, scale, true);
       if (!(y >= b.top && y <= b.top + b.height)) return;
       var color = t.kind === "window" ? cssVar("--window-line")
-        : t.kind === "reduction" ? cssVar("--reduction-line") : (t.color || cssVar("--threshold"));
+        : t.color || (t.kind === "reduction" ? cssVar("--reduction-line") : cssVar("--threshold"));
       ctx.strokeStyle = color;
       ctx.fillStyle = color;
       ctx.lineWidth = 1.5 * dpr;
