@@ -35,8 +35,13 @@ def test_a_300_message_eviction_is_one_short_row_that_expands(page, signed_in, c
     first = evicted[0]["message_id"]
     page.locator(f"#ba-{first}").wait_for(state="visible")
     for theme in ("light", "dark"):  # the expanded span too: no serious or critical axe finding
-        page.evaluate(f"document.documentElement.setAttribute('data-theme', '{theme}')")
+        page.evaluate(f"localStorage.setItem('cs-theme', '{theme}')")
+        page.reload()
+        settle(page)
+        page.locator('[data-testid="ba-span"] .cell.span > details > summary').click()
+        page.locator(f"#ba-{first}").wait_for(state="visible")
         assert serious(page) == [], theme
+    page.evaluate("localStorage.removeItem('cs-theme')")
     console.assert_clean()
 
 
