@@ -386,6 +386,9 @@ class CompactionRun(models.Model):
     claim_token = models.CharField(max_length=64, blank=True)
 
     snapshot_messages = models.PositiveIntegerField(null=True, blank=True)
+    # Messages in the session's history when the run took its snapshot: where the timeline
+    # places it (a run after the last message included).
+    snapshot_position = models.PositiveIntegerField(null=True, blank=True)
     snapshot_version = models.PositiveIntegerField(null=True, blank=True)
     appended_during_run = models.PositiveIntegerField(null=True, blank=True)
     context_version_after = models.PositiveIntegerField(null=True, blank=True)
@@ -446,7 +449,8 @@ class CompactionRun(models.Model):
             return False
         return (timezone.now() - self.heartbeat_at).total_seconds() < stale_after
 
-    def mark_running(self, *, snapshot_messages: int, snapshot_version: int, detail: dict[str, Any]) -> str:
+    def mark_running(self, *, snapshot_messages: int, snapshot_version: int, detail: dict[str, Any],
+                     snapshot_position: int | None = None) -> str:
         """Claimed by a worker: a new claim token (returned), one more delivery, and the
         snapshot of the live context this execution compacts."""
         stamp = timezone.now()
@@ -456,6 +460,7 @@ class CompactionRun(models.Model):
         self.heartbeat_at = stamp
         self.deliveries += 1
         self.snapshot_messages = snapshot_messages
+        self.snapshot_position = snapshot_position
         self.snapshot_version = snapshot_version
         self.progress_step = "started"
         self.progress_detail = detail

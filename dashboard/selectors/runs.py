@@ -15,7 +15,7 @@ RUN_LIST_FIELDS = (
     "id", "session_id", "project_id", "trigger", "reason", "force", "status", "created_at", "started_at",
     "finished_at", "duration_ms", "tokens_before", "tokens_after", "messages_before", "messages_after",
     "appended_during_run", "model", "summary", "error", "error_kind", "progress_step", "progress_attempt",
-    "result", "compression", "archive_refs", "inline", "request_mode", "filter_key",
+    "result", "compression", "archive_refs", "inline", "request_mode", "filter_key", "snapshot_position",
 )
 
 

@@ -63,22 +63,48 @@ class PlacedRun:
 
 
 def session_runs(session: Session, limit: int = MAX_RUNS) -> list[PlacedRun]:
-    """The session's runs, oldest first (the newest ``limit``)."""
+    """The session's runs, oldest first (the newest ``limit``). A run's snapshot position is
+    the one it stored when claimed; runs from before that column existed count the messages
+    created before they started."""
     snap = (StoredMessage.objects.filter(session_id=OuterRef("session_id"), created_at__lte=OuterRef("started_at"))
             .order_by().values("session_id").annotate(c=Count("id")).values("c"))
     runs = list(CompactionRun.objects.filter(session_id=session.pk).only(*RUN_LIST_FIELDS)
-                .annotate(snap_position=Subquery(snap, output_field=IntegerField())).order_by("-id")[:limit])
+                .annotate(snap_count=Subquery(snap, output_field=IntegerField())).order_by("-id")[:limit])
     runs.reverse()
     placed = []
     for r in runs:
-        base = r.snap_position if r.snap_position is not None else session.message_count
+        snap_at = r.snapshot_position if r.snapshot_position is not None else r.snap_count  # type: ignore[attr-defined]
+        base = snap_at if snap_at is not None else session.message_count
         commit = min(session.message_count, base + (r.appended_during_run or 0))
-        placed.append(PlacedRun(run=r, snap_position=r.snap_position, commit_position=commit, badge=run_badge(r)))
+        placed.append(PlacedRun(run=r, snap_position=snap_at, commit_position=commit, badge=run_badge(r)))
     return placed
 
 
 def _buckets(n: int, max_buckets: int) -> int:
     return max(1, math.ceil(n / max_buckets)) if n else 1
+
+
+def trailing_slot(n: int, bucket: int, trailing: int) -> float:
+    """Width (in message positions) of the slot each run after the last message gets: wide
+    enough to see at any session length, and all of them together at most 30% of it."""
+    if not trailing:
+        return 0
+    return float(max(1, bucket, round(min(0.04 * n, 0.3 * n / trailing))))
+
+
+def context_steps(xs: list[float], ctx: list[int | None], markers: list[dict[str, Any]],
+                  x_max: float) -> list[list[float]]:
+    """The context line as drawn: a point at each model call, and a vertical step at each
+    compaction from the tokens it was given to the tokens it left (runs after the last
+    message included), held flat to the right edge after the last one."""
+    points: list[tuple[float, int, float]] = [(x, 0, v) for x, v in zip(xs, ctx, strict=True) if v is not None]
+    for m in markers:
+        points.append((m["x"], 1, m["tokens_before"]))
+        points.append((m["x"], 2, m["tokens_after"]))
+    points.sort(key=lambda p: (p[0], p[1]))
+    if points and points[-1][1] == 2:
+        points.append((x_max, 3, points[-1][2]))
+    return [[x, v] for x, _order, v in points]
 
 
 def timeline(session: Session, runs: list[PlacedRun], policy: P.Policy) -> dict[str, Any]:
@@ -98,14 +124,23 @@ def timeline(session: Session, runs: list[PlacedRun], policy: P.Policy) -> dict[
     # message so far; after a run commits at position c it is the run's result plus the
     # messages added since its snapshot.
     segments = [(0, 0, session.tools_tokens or 0)]  # (from position, snapshot position, base tokens)
+    compacted = [r for r in runs if r.badge is not None]
+    trailing = sum(1 for r in compacted if r.commit_position >= n)
+    size = _buckets(n, MAX_BARS)
+    slot = trailing_slot(n, size, trailing)
     markers = []
-    for r in runs:
-        if r.badge is None:
-            continue
+    k = 0
+    for r in compacted:
+        badge = r.badge or {}
         snap = r.snap_position if r.snap_position is not None else r.commit_position
-        segments.append((r.commit_position, snap, r.badge["tokens_after"]))
-        markers.append({"x": r.commit_position - 0.5, "position": r.commit_position, "run": r.run.pk,
-                        **r.badge})
+        segments.append((r.commit_position, snap, badge["tokens_after"]))
+        after_end = r.commit_position >= n
+        # Runs after the last message (import-time and forced runs) each get their own slot
+        # right of the last bar, so their markers do not pile up and the line steps at each.
+        x = n - 0.5 + (k + 1) * slot if after_end else r.commit_position - 0.5
+        k += after_end
+        markers.append({"x": x, "position": r.commit_position, "after_end": after_end, "run": r.run.pk,
+                        **badge})
     segments.sort(key=lambda s: s[0])
     starts = [s[0] for s in segments]
 
@@ -113,7 +148,6 @@ def timeline(session: Session, runs: list[PlacedRun], policy: P.Policy) -> dict[
         _start, snap, base = segments[bisect_right(starts, p) - 1]
         return base + prefix[p] - prefix[min(snap, p)]
 
-    size = _buckets(n, MAX_BARS)
     nb = math.ceil(n / size) if n else 0
     present = [c for c in CATEGORIES if any((cats or {}).get(c) for _r, _t, cats in rows)]
     series = {c: [0] * nb for c in present}
@@ -151,11 +185,13 @@ def timeline(session: Session, runs: list[PlacedRun], policy: P.Policy) -> dict[
                       "compactions": sum(1 for m in markers if start < m["position"] <= end)})
     labels = [CATEGORY_LABELS.get(c, c) for c in present]
     thresholds = policy_lines(policy, window)
+    x_max = n - 0.5 + (trailing + 1) * slot if trailing else max(1, n) - 0.5
     chart = {
         "n": n, "bucket": size, "x": xs, "starts": [b * size for b in range(nb)],
         "categories": present, "labels": labels,
         "series": [series[c] for c in present], "context": ctx, "calls": calls,
-        "markers": markers, "thresholds": thresholds,
+        "markers": markers, "thresholds": thresholds, "x_max": x_max,
+        "line": context_steps(xs, ctx, markers, x_max), "after_end_runs": trailing,
     }
     return {"chart": chart, "n": n, "bucket": size, "labels": labels, "markers": markers,
             "thresholds": thresholds, "window": window, "window_source": window_source,

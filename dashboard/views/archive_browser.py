@@ -3,6 +3,7 @@ and the replay check (archive + live context rebuild the original history exactl
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -20,8 +21,14 @@ from ._common import htmx_target, int_param, is_htmx, page
 SEARCH_LIMIT = 50
 
 
+def _query(request: HttpRequest) -> str:
+    return request.GET.get("q", "").strip()[:500]
+
+
 def _entry_context(request: HttpRequest, entry: StoredArchiveEntry) -> dict[str, Any]:
-    return entry_context(entry, int_param(request, "offset", 0), int_param(request, "limit", ITEMS_PER_PAGE))
+    """The entry's page, with the search text its hits are highlighted by."""
+    return {**entry_context(entry, int_param(request, "offset", 0), int_param(request, "limit", ITEMS_PER_PAGE)),
+            "q": _query(request), "hit_index": int_param(request, "hit", None, 0)}
 
 
 @login_required
@@ -29,12 +36,17 @@ def _entry_context(request: HttpRequest, entry: StoredArchiveEntry) -> dict[str,
 def archive(request: HttpRequest, pk: int) -> HttpResponse:
     session = session_for(request.user, pk)
     run_id = int_param(request, "run", None, 1)
-    q = request.GET.get("q", "").strip()[:500]
+    q = _query(request)
     ctx: dict[str, Any] = {"nav": "session", "tab": "archive", "session": session, "run_filter": run_id, "q": q}
     if q:
         items, nxt = archive_sel.search(session, q, request.GET.get("cursor"), SEARCH_LIMIT)
-        ctx["hits"] = [{"item": i, "snippet": archive_sel.snippet(i.text, q)} for i in items]
+        base = reverse("pages:archive", args=[session.pk])
+        ctx["hits"] = [{"item": i, "snippet": archive_sel.snippet(i.text, q),
+                        # the entry's page that starts at the hit, the hit marked and scrolled to
+                        "url": f"{base}?{urlencode({'entry': i.entry.entry_id, 'offset': i.index, 'hit': i.index, 'q': q})}"
+                               f"#archived-{i.entry.entry_id}-{i.index}"} for i in items]
         ctx["hits_next"] = nxt
+        ctx["cursor"] = request.GET.get("cursor") or ""
     if htmx_target(request) == "archive-search-results":
         return render(request, "pages/archive.html#search-results", ctx)
     ctx["groups"] = archive_groups(session, run_id)
@@ -55,6 +67,8 @@ def entry(request: HttpRequest, pk: int, entry_id: str) -> HttpResponse:
         url = reverse("pages:archive", args=[session.pk]) + f"?entry={e.entry_id}"
         if request.GET.get("offset"):
             url += f"&offset={int_param(request, 'offset', 0)}"
+        if _query(request):
+            url += "&" + urlencode({"q": _query(request)})
         return redirect(url + "#entry-content")
     return render(request, "pages/archive.html#entry-content", {"session": session, **_entry_context(request, e)})
 

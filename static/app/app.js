@@ -64,7 +64,8 @@
     lines.forEach(function (t) {
       var y = u.valToPos(t.value, scale, true);
       if (!(y >= b.top && y <= b.top + b.height)) return;
-      var color = t.kind === "window" ? cssVar("--window-line") : (t.color || cssVar("--threshold"));
+      var color = t.kind === "window" ? cssVar("--window-line")
+        : t.color || (t.kind === "reduction" ? cssVar("--reduction-line") : cssVar("--threshold"));
       ctx.strokeStyle = color;
       ctx.fillStyle = color;
       ctx.lineWidth = 1.5 * dpr;
@@ -122,7 +123,8 @@
   }
 
   function markerText(m) {
-    var head = (m.policy ? m.policy + ": " : "") + "compaction before message #" + m.position;
+    var where = m.after_end ? "compaction after the last message (#" + (m.position - 1) + ")" : "compaction before message #" + m.position;
+    var head = (m.policy ? m.policy + ": " : "") + where;
     var lines = [head,
       "tokens " + fmtFull(m.tokens_before) + " → " + fmtFull(m.tokens_after),
       "messages " + fmtFull(m.messages_before) + " → " + fmtFull(m.messages_after)];
@@ -161,6 +163,40 @@
     };
   }
 
+  // Axis steps of whole numbers only: a message number or a token count is never 0.2.
+  var INT_INCRS = [];
+  for (var e10 = 1; e10 <= 1e9; e10 *= 10) INT_INCRS.push(e10, 2 * e10, 5 * e10);
+
+  // The context line is drawn from the selector's step points rather than uPlot's own
+  // per-bar values: a compaction is a vertical drop at its own x, including the runs after
+  // the last message, which have no bar.
+  function stepPath(points) {
+    return function (u) {
+      var p = new Path2D();
+      points.forEach(function (pt, i) {
+        var x = u.valToPos(pt[0], "x", true), y = u.valToPos(pt[1], "ctx", true);
+        if (i === 0) p.moveTo(x, y); else p.lineTo(x, y);
+      });
+      return { stroke: p, fill: null, clip: null, band: null, gaps: null, flags: 0 };
+    };
+  }
+
+  function drawAfterEnd(u, d) {
+    if (!d.after_end_runs) return;
+    var ctx = u.ctx, dpr = window.devicePixelRatio || 1, b = u.bbox;
+    var x0 = u.valToPos(d.n - 0.5, "x", true), x1 = b.left + b.width;
+    if (!(x0 < x1)) return;
+    ctx.save();
+    ctx.fillStyle = cssVar("--after-end");
+    ctx.fillRect(x0, b.top, x1 - x0, b.height);
+    ctx.fillStyle = cssVar("--pico-muted-color");
+    ctx.font = (11 * dpr) + "px system-ui, sans-serif";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "bottom";
+    ctx.fillText("after the last message", (x0 + x1) / 2, b.top + b.height - 4 * dpr);
+    ctx.restore();
+  }
+
   function timelineOptions(el, d) {
     var cats = d.categories, n = d.x.length;
     var cum = [], acc = d.x.map(function () { return 0; });
@@ -173,7 +209,7 @@
     var series = [{
       label: d.bucket > 1 ? "messages" : "message",
       value: function (u, v, si, i) {
-        if (i == null) return "–";
+        if (i == null) return "";
         var s = d.starts[i];
         return d.bucket > 1 ? "#" + s + "–#" + Math.min(d.n - 1, s + d.bucket - 1) : "#" + s;
       }
@@ -185,38 +221,41 @@
         series.push({
           label: d.labels[k], scale: "msg", fill: color, stroke: color, width: 0, paths: bars,
           points: { show: false },
-          value: function (u, v, si, i) { return i == null ? "–" : fmt(d.series[k][i]); }
+          value: function (u, v, si, i) { return i == null ? "" : fmt(d.series[k][i]); }
         });
       })(k);
     }
     data.push(d.context);
     series.push({
       label: "context sent (per model call)", scale: "ctx", stroke: cssVar("--ctx-line"), width: 2,
-      spanGaps: true, points: { show: n <= 150, size: 4 },
-      value: function (u, v) { return v == null ? "–" : fmt(v); }
+      spanGaps: true, points: { show: n <= 150, size: 4 }, paths: stepPath(d.line || []),
+      value: function (u, v, si, i) { return i == null ? "" : v == null ? "–" : fmt(v); }
     });
     var ctxMax = 0;
     d.context.forEach(function (v) { if (v != null && v > ctxMax) ctxMax = v; });
+    (d.line || []).forEach(function (p) { if (p[1] > ctxMax) ctxMax = p[1]; });
     d.thresholds.forEach(function (t) { if (t.kind !== "window" && t.value > ctxMax) ctxMax = t.value; });
     d.thresholds.forEach(function (t) { if (t.kind === "window" && t.value <= ctxMax * 1.6) ctxMax = Math.max(ctxMax, t.value); });
     var hover = markerHover(el, d.markers);
     var text = cssVar("--pico-color"), grid = cssVar("--pico-muted-border-color");
     return {
-      data: data,
+      data: data, ctxTop: (ctxMax || 1) * 1.08,
       opts: {
         width: chartWidth(el), height: 320,
         series: series,
         scales: {
-          x: { time: false, range: function () { return [-0.5 * d.bucket, Math.max(1, d.n) - 0.5]; } },
+          x: { time: false, range: function () { return [-0.5 * d.bucket, d.x_max != null ? d.x_max : Math.max(1, d.n) - 0.5]; } },
           msg: { range: function (u, mn, mx) { return [0, (mx || 1) * 1.1]; } },
           ctx: { range: function () { return [0, (ctxMax || 1) * 1.08]; } }
         },
         axes: [
-          { label: "message #", stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
+          { label: "message #", stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, incrs: INT_INCRS,
+            // no tick in the slots of runs after the last message: they are not messages
+            values: function (u, vals) { return vals.map(function (v) { return v >= 0 && v <= d.n - 1 ? String(v) : ""; }); } },
           { scale: "msg", label: d.bucket > 1 ? "tokens per " + d.bucket + " messages" : "tokens per message",
-            stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60,
+            stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60, incrs: INT_INCRS,
             values: function (u, vals) { return vals.map(fmt); } },
-          { scale: "ctx", side: 1, label: "context tokens", stroke: text, grid: { show: false }, size: 60,
+          { scale: "ctx", side: 1, label: "context tokens", stroke: text, grid: { show: false }, size: 60, incrs: INT_INCRS,
             values: function (u, vals) { return vals.map(fmt); } }
         ],
         cursor: { drag: { x: true, y: false } },
@@ -224,6 +263,7 @@
         hooks: {
           init: [hover.init],
           setCursor: [hover.setCursor],
+          drawClear: [function (u) { drawAfterEnd(u, d); }],
           draw: [function (u) { drawLines(u, d.thresholds, "ctx"); drawMarkers(u, d.markers); }]
         }
       },
@@ -317,7 +357,19 @@
       });
       el._ro.observe(el);
     }
+    if (spec.ctxTop) markOffScale(el, spec.ctxTop);
     el.setAttribute("data-chart-ready", "true");
+  }
+
+  // A threshold far above the context (a 128k window over a 3k session) is left off the
+  // scale so the curve stays readable; its key entry says so.
+  function markOffScale(el, top) {
+    var key = el.parentElement && el.parentElement.querySelector("[data-testid=timeline-key]");
+    if (!key) return;
+    key.querySelectorAll("li[data-value]").forEach(function (li) {
+      var note = li.querySelector(".off-scale");
+      if (note) note.textContent = Number(li.getAttribute("data-value")) > top ? " (above the chart's scale)" : "";
+    });
   }
 
   function destroyChart(el) {

@@ -24,7 +24,8 @@ def test_no_serious_or_critical_violations(page, signed_in, console, project):
     run = CompactionRun.objects.filter(session=s, status="succeeded").order_by("-id").first()
     entry = StoredArchiveEntry.objects.filter(run=run).first()
     paths = ["/", "/sessions/", "/runs/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
-             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/"]
+             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/",
+             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}&q=module&hit=0"]  # search hits marked
     found = {}
     for theme in ("light", "dark"):
         for path in paths:

@@ -49,7 +49,7 @@ def test_a_real_transcript_renders_cleanly_everywhere(page, signed_in, console, 
     save(page, "run")
     page.goto(signed_in(f"/runs/{runs[0].pk}/before-after/"))
     settle(page)
-    save(page, "before-after")
+    save(page, "before_after")
     page.goto(signed_in(f"/sessions/{s.pk}/tuning/"))
     page.locator('[data-testid="preview-result"]').wait_for()
     page.check('[data-testid="compare-toggle"]')

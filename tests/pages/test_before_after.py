@@ -14,15 +14,28 @@ def test_rows_align_every_message_of_the_snapshot_with_its_fate(web, last_run):
     assert fates == [r["fate"] for r in last_run.ledger]
 
 
-def test_the_summary_sits_where_it_replaced_the_evicted_span(web, last_run):
+def test_the_summary_sits_beside_the_evicted_span_it_replaced(web, last_run):
     html = web.get(reverse("pages:before-after", args=[last_run.pk])).content.decode()
     section = html.split('data-testid="before-after"', 1)[1]
     assert section.count('data-testid="ba-summary"') == 1
     first_evicted = next(r for r in last_run.ledger if r["fate"] in ("summarized", "folded", "preserved"))
-    summary_at = section.index('data-testid="ba-summary"')
-    assert summary_at < section.index(f'id="ba-{first_evicted["message_id"]}"')
+    span = section.split('data-testid="ba-span"')[1]
+    assert f'id="ba-{first_evicted["message_id"]}"' in span.split('data-testid="ba-span"')[0]
+    assert 'data-testid="ba-summary"' in span.split('class="ba-row"')[0]  # the same row
     previous = [r for r in last_run.ledger if r["fate"] == "kept"][0]
-    assert section.index(f'id="ba-{previous["message_id"]}"') < summary_at
+    assert section.index(f'id="ba-{previous["message_id"]}"') < section.index('data-testid="ba-summary"')
+
+
+def test_contiguous_evicted_messages_collapse_into_one_row(web, last_run):
+    html = web.get(reverse("pages:before-after", args=[last_run.pk])).content.decode()
+    section = html.split('data-testid="before-after"', 1)[1]
+    evicted = [r for r in last_run.ledger if r["fate"] in ("summarized", "folded", "preserved")]
+    assert len(evicted) >= 3
+    spans = re.findall(r'data-testid="ba-span"', section)
+    shown = re.findall(r'<div class="ba-row" data-changed="[01]"', section)
+    # a row per message the run kept, one for the evicted span; its messages inside it
+    assert len(spans) == 1 and len(shown) == len(last_run.ledger) - len(evicted) + 1
+    assert f"<strong>{len(evicted)} messages</strong>" in section
 
 
 def test_evicted_messages_are_greyed_and_link_to_their_archived_original(web, last_run):

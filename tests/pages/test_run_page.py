@@ -21,15 +21,28 @@ def test_a_finished_run_shows_everything_it_did(web, last_run):
     assert f"{last_run.tokens_before['total']:,} → {last_run.tokens_after['total']:,}" in html
 
 
-def test_the_ledger_has_a_row_per_message_and_filters_by_fate(web, last_run):
+def test_the_ledger_is_grouped_by_fate_with_counts_and_filters_by_fate(web, last_run):
     html = web.get(reverse("pages:run", args=[last_run.pk])).content.decode()
-    ledger = html.split('data-testid="ledger"', 1)[1].split("</table>", 1)[0]
-    assert len(re.findall(r"<tr><td>", ledger)) == len(last_run.ledger)
-    kept = sum(1 for r in last_run.ledger if r["fate"] == "kept")
+    groups = html.split('data-testid="ledger-groups"', 1)[1].split("</article>", 1)[0]
+    counts = {}
+    for r in last_run.ledger:
+        counts[r["fate"]] = counts.get(r["fate"], 0) + 1
+    for fate, n in counts.items():
+        assert f'<details data-fate="{fate}"' in groups
+        assert re.search(rf"<strong>{fate}</strong> · {n} messages?", groups), fate
+    assert len(re.findall(r"<tr><td>", groups)) == len(last_run.ledger)
+    kept = counts["kept"]
     html = web.get(reverse("pages:run", args=[last_run.pk]), {"fate": "kept"}).content.decode()
     ledger = html.split('data-testid="ledger"', 1)[1].split("</table>", 1)[0]
     assert len(re.findall(r"<tr><td>", ledger)) == kept
     assert len(re.findall(r"<strong>kept</strong>", ledger)) == kept
+
+
+def test_events_read_as_a_list_not_json(web, last_run):
+    html = web.get(reverse("pages:run", args=[last_run.pk])).content.decode()
+    events = html.split('data-testid="events"', 1)[1].split("</ol>", 1)[0]
+    assert "<strong>started</strong>" in events and "<dt>snapshot messages</dt>" in events
+    assert "{&quot;" not in events and '{"' not in events
 
 
 def test_missing_identifiers_are_listed(web, project, django_capture_on_commit_callbacks):

@@ -2,6 +2,7 @@
 import re
 
 import pytest
+from django.template import Context, Template
 from django.test import Client
 from django.urls import reverse
 
@@ -86,3 +87,23 @@ def test_the_timeline_json_cannot_close_its_script_tag(web, hostile):
     html = web.get(reverse("pages:session", args=[s.pk])).content.decode()
     block = re.search(r'<script id="timeline-data" type="application/json">(.*?)</script>', html, re.S).group(1)
     assert "<" not in block
+
+
+def test_archive_handles_become_links_and_nothing_else_does(db):
+    tpl = Template("{% load handles %}{{ text|archive_links:7 }}|{{ text|highlight:q }}")
+    text = 'see ar_0123456789abcdef"><img src=x onerror=alert(1)> and <script>ar_fedcba9876543210</script>'
+    html = tpl.render(Context({"text": text, "q": "<img"}))
+    links, marked = html.split("|", 1)
+    assert "<img" not in html and "<script>" not in html
+    assert links.count('<a class="handle" href="/sessions/7/archive/?entry=ar_0123456789abcdef#entry-content"') == 1
+    assert 'entry=ar_fedcba9876543210#entry-content"' in links
+    assert '<mark class="hit">&lt;img</mark> src=x' in marked
+    # a handle glued to other letters is not one
+    assert "<a" not in Template("{% load handles %}{{ t|archive_links:7 }}").render(Context({"t": "xar_0123456789abcdef"}))
+
+
+def test_a_hostile_archive_search_stays_text(web, hostile):
+    s, _run = hostile
+    html = web.get(reverse("pages:archive", args=[s.pk]), {"q": "<img src=x onerror"}).content.decode()
+    assert_inert(html)
+    assert '<mark class="hit">&lt;img src=x onerror</mark>' in html

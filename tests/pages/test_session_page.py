@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from dashboard.models import CompactionRun
 from dashboard.selectors.session_page import session_runs
+from dashboard.services.sessions import append_messages
 from dashboard.templatetags.studio import tokens
 from tests.pages import factories
 
@@ -34,7 +35,7 @@ def test_the_timeline_has_a_bar_per_message_a_line_per_model_call_markers_and_th
     runs = list(CompactionRun.objects.filter(session=grown, status="succeeded").order_by("id"))
     assert [m["run"] for m in data["markers"]] == [r.pk for r in runs]
     assert {m["tokens_before"] for m in data["markers"]} == {r.tokens_before["total"] for r in runs}
-    assert any(t["label"] == "trigger: 6,000 tokens" and t["value"] == 6000 for t in data["thresholds"])
+    assert any(t["label"] == "summary trigger: 6,000 tokens" and t["value"] == 6000 for t in data["thresholds"])
 
 
 def test_the_context_line_drops_after_each_compaction(web, grown):
@@ -155,3 +156,17 @@ def test_a_message_under_the_limit_has_no_pager(web, project):
     s = factories.import_messages(project, [{"role": "user", "content": "short"}, {"role": "assistant", "content": "ok"}])
     html = web.get(reverse("pages:message", args=[s.pk, 0]), HTTP_HX_REQUEST="true").content.decode()
     assert "short" in html and 'data-testid="message-pager"' not in html
+
+
+def test_a_forced_run_stays_where_it_was_taken_after_more_messages_arrive(web, project, django_capture_on_commit_callbacks):
+    msgs = factories.agent_messages(14, tag="p")
+    s = factories.import_messages(project, msgs[:40])
+    run = factories.force(s, capture=django_capture_on_commit_callbacks, overrides={"cut.keep_messages": 4})
+    assert run.status == "succeeded" and run.snapshot_position == 40
+    data = timeline_data(web.get(reverse("pages:session", args=[s.pk])).content.decode())
+    assert [m["after_end"] for m in data["markers"]] == [True]  # taken after the last message
+    with django_capture_on_commit_callbacks(execute=True):
+        append_messages(s, msgs[40:])
+    data = timeline_data(web.get(reverse("pages:session", args=[s.pk])).content.decode())
+    marker = next(m for m in data["markers"] if m["run"] == run.pk)
+    assert marker["position"] == 40 and marker["x"] == 39.5 and not marker["after_end"]

@@ -63,7 +63,8 @@ def claim(run_id: int) -> Claim:
         ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
         items = ctx.load_items()
         token = run.mark_running(snapshot_messages=len(items), snapshot_version=session.context_version,
-                                 detail={"messages": len(items), "tokens": session.context_total})
+                                 detail={"messages": len(items), "tokens": session.context_total},
+                                 snapshot_position=session.message_count)
         session.hold_run(run.pk)
         RunEvent.record(run.pk, "started", {"snapshot_messages": len(items), "context_version": session.context_version,
                                             "delivery": run.deliveries}, run.deliveries)
