@@ -2,7 +2,7 @@
 
 A sweep replays one policy over the stored history of one session, or of every session of
 the project, once per trigger setting from low to high (a share of the usable window, or
-a token count), and keeps per setting what it sends (tokens, dollars) against what it keeps
+a token count, spread up to the largest context the sessions reach), and keeps per setting what it sends (tokens, dollars) against what it keeps
 (needed-context recall, retention). The replays are the tuning preview's
 (``compaction.preview``: offline summarizer, replay clock), so the same sweep twice gives
 the same points.
@@ -42,21 +42,25 @@ SWEEP_KINDS: dict[str, tuple[str, str]] = {
     "tokens": ("threshold", "context tokens"),
 }
 SCOPES = ("session", "project")
-#: The settings a sweep tries, as shares of the usable window (ten points, low to high).
-FRACTIONS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+#: Where the settings a sweep tries lie, as shares of the largest context the swept sessions
+#: reach without compaction (at most the usable window): ten points, low to high.
+SHARES = tuple(round(0.15 + i * 0.8 / 9, 3) for i in range(10))
 
 
-def sweep_values(kind: str, policy: Policy) -> list[float]:
+def sweep_values(kind: str, policy: Policy, largest: int) -> list[float]:
     """The trigger settings a sweep of ``kind`` tries for ``policy`` (with its service
     defaults, so the window is the session's), low to high, with the policy's own setting
-    among them when its trigger is of that kind."""
+    among them when its trigger is of that kind. ``largest`` is the largest history of the
+    swept sessions in tokens: settings above it would never fire, so the points spread over
+    the range where they make a difference."""
+    window, _source = resolve_window(policy)
+    usable = usable_window(window, policy.reserved_output_tokens)
+    top = min(usable, largest) if largest > 0 else usable
     if kind == "window_fraction":
-        values = list(FRACTIONS)
+        values = [min(1.0, max(0.001, round(share * top / usable, 3))) for share in SHARES]
     else:
-        window, _source = resolve_window(policy)
-        usable = usable_window(window, policy.reserved_output_tokens)
-        # thousands, so the axis and the table read as round numbers
-        values = [float(max(1000, round(f * usable / 1000) * 1000)) for f in FRACTIONS]
+        step = 1000 if top >= 20_000 else 100  # round numbers on the axis and in the table
+        values = [float(max(step, round(share * top / step) * step)) for share in SHARES]
     mine = current_setting(kind, policy)
     if mine is not None:
         values.append(mine)
@@ -92,8 +96,11 @@ def request_sweep(session: Session, policy: Policy, *, kind: str, scope: str) ->
     if scope not in SCOPES:
         raise Invalid(f"sweep: unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
     effective = apply_service_defaults(policy, session)
-    values = sweep_values(kind, effective)
-    sessions = Session.objects.filter(project_id=session.project_id).count() if scope == "project" else 1
+    swept = Session.objects.filter(project_id=session.project_id) if scope == "project" else Session.objects.filter(
+        pk=session.pk)
+    sizes = list(swept.values_list("history_total", flat=True))
+    values = sweep_values(kind, effective, max(sizes, default=0))
+    sessions = len(sizes)
     with transaction.atomic():
         sweep = TuningSweep.objects.create(
             project_id=session.project_id, session=session, scope=scope, parameter=kind, values=values,

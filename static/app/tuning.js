@@ -90,6 +90,12 @@
 
   function fmtShare(v) { return v == null || isNaN(v) ? "–" : Math.round(v * 100) + "%"; }
 
+  // settings of a small session can all lie below 10% of the window
+  function fmtSetting(v) {
+    if (v == null || isNaN(v)) return "–";
+    return (v < 0.1 ? (v * 100).toFixed(1) : String(Math.round(v * 100))) + "%";
+  }
+
   function drawCurrent(u, x) {
     if (x == null) return;
     var ctx = u.ctx, dpr = window.devicePixelRatio || 1, b = u.bbox;
@@ -118,7 +124,7 @@
     var d = src ? JSON.parse(src.textContent) : null;
     if (!d || !d.x || !d.x.length) { el.setAttribute("data-chart-ready", "empty"); return; }
     var share = d.kind !== "tokens";
-    var xfmt = share ? fmtShare : fmtTokens;
+    var xfmt = share ? fmtSetting : fmtTokens;
     var text = cssVar("--pico-color"), grid = cssVar("--pico-muted-border-color");
     var series = [
       { label: "trigger", value: function (u, v) { return xfmt(v); } },

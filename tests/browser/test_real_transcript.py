@@ -58,6 +58,7 @@ def test_a_real_transcript_renders_cleanly_everywhere(page, signed_in, console, 
     page.wait_for_function("() => (document.querySelector('[data-testid=preview-result]').dataset.compactions"
                            " || '').split(',').length === 2")
     page.locator("details:has(#fields-b) > summary").click()  # fold B again for the picture
+    page.select_option('[data-testid="sweep-kind"]', "tokens")  # the policy's trigger kind: its setting is marked
     page.click('[data-testid="sweep-start"]')  # the sweep runs inline here (eager Celery)
     page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]', timeout=300_000)
     page.evaluate("window.scrollTo(0, 0)")

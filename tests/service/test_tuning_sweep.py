@@ -26,7 +26,7 @@ def test_a_sweep_is_finished_by_a_worker_with_the_same_points_as_a_second_one(st
     ids = [request_sweep(session, policy, kind="window_fraction", scope="session").pk for _ in range(2)]
     one, two = (wait_for(lambda i=i: finished(i), timeout=180, what="the worker to finish the sweep") for i in ids)
     assert one.status == "done", one.error
-    assert one.done == one.total == len(one.values) == 10
-    assert one.current == 0.7 and [p["value"] for p in one.points] == one.values
+    assert one.done == one.total == len(one.values) and 10 <= len(one.values) <= 11
+    assert one.current == 0.7 and 0.7 in one.values and [p["value"] for p in one.points] == one.values
     assert one.points[0]["compactions"] > one.points[-1]["compactions"]
     assert one.points == two.points
