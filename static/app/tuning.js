@@ -129,7 +129,10 @@
     var series = [
       { label: "trigger", value: function (u, v) { return xfmt(v); } },
       { label: "tokens sent", scale: "tok", stroke: cssVar("--ctx-line"), width: 2, points: { show: true, size: 6 },
-        value: function (u, v) { return fmtTokens(v); } },
+        value: function (u, v, si, i) {
+          var usd = i == null ? null : d.cost_usd[i];
+          return fmtTokens(v) + (usd == null ? "" : " ($" + usd.toFixed(2) + ")");
+        } },
       { label: "needed-context recall", scale: "pct", stroke: cssVar("--ctx-line-b"), width: 2, dash: [6, 4],
         spanGaps: true, points: { show: true, size: 5 }, value: function (u, v) { return fmtShare(v); } },
       { label: "retention", scale: "pct", stroke: cssVar("--marker-b"), width: 2, dash: [2, 3],

@@ -5,6 +5,8 @@ import json
 import pytest
 
 from dashboard.models import CompactionRun, Session, StoredArchiveEntry
+from dashboard.selectors.tuning import starting_point
+from dashboard.services.tuning_sweeps import request_sweep
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
 
@@ -21,6 +23,7 @@ def grown(project):
                      "|---|---|---|---|---|---|\n| " + " | ".join(["a-rather-long-cell-value"] * 6) + " |"})
     s = factories.grow(project, words, title="Refactor the billing module so that every invoice line is " + "y" * 80)
     Session.objects.filter(pk=s.pk).update(external_id=LONG_ID)
+    request_sweep(s, starting_point(s).policy, kind="tokens", scope="session")  # eager: its chart and table show
     return s
 
 
@@ -58,6 +61,7 @@ def test_no_page_scrolls_sideways_at_390_px(page, signed_in, console, grown):
         page.goto(signed_in(path))
         if name == "tuning":
             page.wait_for_selector('[data-testid="preview-result"]')
+            page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]')
         settle(page)
         if page_width(page) > PHONE["width"]:
             wide[name] = (page_width(page), wider_than_the_screen(page))
