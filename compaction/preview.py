@@ -66,7 +66,8 @@ class PolicyPreview:
 
     @property
     def baseline_peak(self) -> int:
-        return max(self.baseline, default=0)
+        """Largest context without compaction: at a model call, or after the last message."""
+        return max(max(self.baseline, default=0), self.baseline_final)
 
     @property
     def baseline_overflow_calls(self) -> int:

@@ -304,6 +304,9 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         summaries_with = sum(1 for c in compactions if c.summarized)
         summaries_without = sum(1 for c in alt.compactions if c.summarized)
         summaries_avoided = max(0, summaries_without - summaries_with)
+    # the history can grow after the last model call (tool results, a user turn): the peak is
+    # the largest context the session held, so it is never below the final one
+    peak = max(peak, session.total_tokens)
     kept = None
     if keep_contexts:
         kept = KeptContexts(per_call=contexts, context=context, replay=session.replay() if replay_exact else None)

@@ -744,3 +744,39 @@ class GatewayCall(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["session", "-id"], name="gateway_call_recent")]
+
+
+class SweepStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class TuningSweep(models.Model):
+    """One "which threshold?" sweep: a policy replayed with its trigger set to each of
+    ``values`` over one session (``scope=session``) or every session of the project, by a
+    Celery task (``dashboard.services.tuning_sweeps``). ``points`` holds one figure set per
+    value, in the order of ``values``; ``current`` is the policy's own setting (marked)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sweeps")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="sweeps")
+    scope = models.CharField(max_length=10, default="session")
+    parameter = models.CharField(max_length=40, help_text="The trigger kind swept (window_fraction or tokens).")
+    values = JSONTextField(default=list)
+    current = models.FloatField(null=True, blank=True)
+    policy = JSONTextField(default=dict, help_text="The swept policy, before its trigger is replaced.")
+    status = models.CharField(max_length=10, choices=SweepStatus.choices, default=SweepStatus.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    points = JSONTextField(default=list)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (SweepStatus.DONE, SweepStatus.FAILED)
+
+    def __str__(self) -> str:
+        return f"sweep {self.pk} of {self.parameter} ({self.status})"

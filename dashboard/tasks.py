@@ -20,6 +20,7 @@ from .services.runs import (
     start_recovery_loop,
     stop_recovery_loop,
 )
+from .services.tuning_sweeps import SWEEP_TASK, run_sweep
 from .services.workers import BeatLoop
 
 _beat: BeatLoop | None = None
@@ -32,6 +33,14 @@ def run_compaction(run_id: int) -> RunResult:
     another worker, is left alone; a run whose session is busy stays queued and is
     started by the run that holds the session when it finishes."""
     return execute(int(run_id))
+
+
+@shared_task(name=SWEEP_TASK, ignore_result=True, soft_time_limit=settings.RUN_SOFT_TIME_LIMIT,
+             time_limit=settings.RUN_TIME_LIMIT)
+def run_tuning_sweep(sweep_id: int) -> str:
+    """Replay a stored threshold sweep (dashboard.services.tuning_sweeps); a sweep that is
+    running or finished is left alone."""
+    return run_sweep(int(sweep_id))
 
 
 @shared_task(name="dashboard.recover_runs", ignore_result=True)

@@ -57,4 +57,6 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/", tuning.tuning, name="tuning"),
     path("sessions/<int:pk>/tuning/preview/", tuning.preview, name="tuning-preview"),
     path("sessions/<int:pk>/tuning/save/", tuning.save, name="tuning-save"),
+    path("sessions/<int:pk>/tuning/sweep/", tuning.start_sweep, name="tuning-sweep"),
+    path("sweeps/<int:pk>/", tuning.sweep_status, name="sweep"),
 ]

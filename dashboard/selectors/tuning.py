@@ -74,6 +74,11 @@ class PolicyColumn:
     def report(self) -> SimulationReport:
         return self.preview.report
 
+    @property
+    def summaries(self) -> int:
+        """Compactions that wrote a summary (the preview's summarizer is the offline one)."""
+        return sum(1 for c in self.preview.report.compactions if c.summarized)
+
     @cached_property
     def lookahead(self) -> dict[str, Any]:
         """Needed-context recall, mean context, cache breaks and cache-priced cost of the
@@ -125,6 +130,7 @@ def tuning_preview(session: Session, data: QueryDict) -> TuningPreview:
         if reset:
             out.reset.append(side)
         if side == "b" and not compare:
+            _describe_trigger(form)
             continue
         try:
             policy = form.policy() if not form.is_bound or form.is_valid() else None
@@ -145,6 +151,16 @@ def tuning_preview(session: Session, data: QueryDict) -> TuningPreview:
             log.exception("simulation of session %s failed", session.pk)
             out.errors.append({"side": side.upper(), "message": f"simulation failed: {type(exc).__name__}: {exc}"})
     return out
+
+
+def _describe_trigger(form: PolicyForm) -> None:
+    """Bring the side's "Now:" trigger text up to date with what was typed, even when the side
+    is not simulated; a side that does not validate keeps its previous text."""
+    try:
+        if not form.is_bound or form.is_valid():
+            form.policy()
+    except PolicyError:
+        pass
 
 
 def _named(exc: PolicyError) -> str:

@@ -2,16 +2,18 @@
 their entry in the session's archive browser.
 
 The text is escaped first and only then searched; a handle is letters, digits and an
-underscore, so the markup added around it can carry nothing the text brought in."""
+underscore, so the markup added around it can carry nothing the text brought in. Text that
+is already HTML (sanitized Markdown) is searched between its tags only, outside links."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django import template
 from django.urls import reverse
 from django.utils.html import conditional_escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeData, SafeString, mark_safe
 
 register = template.Library()
 
@@ -30,7 +32,27 @@ def archive_links(text: Any, session_pk: Any, autoescape: bool = True) -> SafeSt
         handle = m.group(0)
         return f'<a class="handle" href="{base}?entry={handle}#entry-content" data-archive-handle="{handle}">{handle}</a>'
 
+    if isinstance(text, SafeData):  # already HTML (rendered Markdown): link handles in text, never in a tag or link
+        return mark_safe(_link_in_html(escaped, link))  # noqa: S308 - only text between tags changes
     return mark_safe(HANDLE.sub(link, escaped))  # noqa: S308 - the text is escaped, a handle is [a-z0-9_]
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def _link_in_html(html: str, link: Callable[[re.Match[str]], str]) -> str:
+    out, in_link = [], 0
+    for piece in _TAG.split(html):
+        if piece.startswith("<"):
+            name = piece[1:].split(None, 1)[0].rstrip(">/").lower() if len(piece) > 2 else ""
+            if name == "a":
+                in_link += 1
+            elif name == "/a":
+                in_link = max(0, in_link - 1)
+            out.append(piece)
+        else:
+            out.append(piece if in_link else HANDLE.sub(link, piece))
+    return "".join(out)
 
 
 @register.filter(needs_autoescape=True)

@@ -1,17 +1,21 @@
 """Template filters of the dashboard pages.
 
-Everything here returns plain strings or data for the template to escape; nothing marks
-message content as safe. Message text reaches the HTML only through Django's autoescape.
+Everything here returns plain strings or data for the template to escape, except
+``markdown``: user and assistant text reaches the HTML either through Django's autoescape
+or through ``markdown``, whose output nh3 has sanitized (dashboard.message_markdown).
 """
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import template
+from django.utils.safestring import SafeString
 
 from compaction.messages import text_of
 
+from ..message_markdown import render_markdown
 from ..models import CompactionRun
 from ..selectors.workers import waiting_note
 
@@ -19,6 +23,8 @@ register = template.Library()
 
 #: Characters of one message shown in the transcript before "show all" (keeps pages small).
 CLIP_CHARS = 2000
+#: A picture embedded in a message, in a format every browser shows (never SVG: it can script).
+INLINE_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+\Z")
 
 
 @register.filter
@@ -114,13 +120,16 @@ def media_parts(raw: Any) -> list[dict]:
         if not isinstance(part, dict) or part.get("type") in ("text", "refusal"):
             continue
         kind = part.get("type", "part")
-        detail = ""
+        detail, src = "", ""
         if kind == "image_url":
             url = (part.get("image_url") or {}).get("url", "") if isinstance(part.get("image_url"), dict) else ""
             detail = f"data URL, {len(url):,} characters" if url.startswith("data:") else url[:120]
+            # only pictures carried in the message are shown; a remote one would be fetched by
+            # every reader (and the CSP allows data: images only)
+            src = url if INLINE_IMAGE.match(url) else ""
         elif kind == "file":
             detail = str((part.get("file") or {}).get("filename", "")) if isinstance(part.get("file"), dict) else ""
-        out.append({"kind": kind, "detail": detail})
+        out.append({"kind": kind, "detail": detail, "src": src})
     return out
 
 
@@ -188,3 +197,9 @@ def duration_words(value: Any) -> str:
 def run_waiting(run: CompactionRun) -> str | None:
     """"waiting for a worker (none seen for N s) ..." while a queued run has no live worker."""
     return waiting_note(run)
+
+
+@register.filter
+def markdown(text: Any) -> SafeString:
+    """User or assistant text rendered as Markdown and sanitized (dashboard.message_markdown)."""
+    return render_markdown("" if text is None else str(text))

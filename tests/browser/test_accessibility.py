@@ -2,8 +2,11 @@
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from dashboard.models import CompactionRun, StoredArchiveEntry
+from dashboard.models import CompactionRun, StoredArchiveEntry, TuningSweep
+from dashboard.selectors.tuning import starting_point
+from dashboard.services.tuning_sweeps import request_sweep
 from tests.browser.conftest import settle
+from tests.browser.test_markdown import png
 from tests.pages import factories
 
 pytestmark = pytest.mark.browser
@@ -46,3 +49,29 @@ def test_no_serious_or_critical_violations(page, signed_in, console, project):
 def test_the_login_page_has_no_serious_violations(page, live_server, transactional_db):
     page.goto(live_server.url + "/login/")
     assert serious(page) == []
+
+
+def test_a_finished_sweep_and_markdown_content_have_no_serious_violations(page, signed_in, console, project):
+    s = factories.grow(project, factories.agent_messages(20, tag="z"), title="Swept session")
+    request_sweep(s, starting_point(s).policy, kind="tokens", scope="session")  # eager: done on commit
+    assert TuningSweep.objects.get(session=s).status == "done"
+    md = factories.import_messages(project, [
+        {"role": "user", "content": [{"type": "text", "text": "Look at **this**:"},
+                                     {"type": "image_url", "image_url": {"url": png(40, 30)}}]},
+        {"role": "assistant", "content": "## Plan\n\n- [docs](https://example.com)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+                                         "```\ncode\n```"}], title="Markdown")
+    found = {}
+    for theme in ("light", "dark"):
+        for path in (f"/sessions/{s.pk}/tuning/", f"/sessions/{md.pk}/?start=0"):
+            page.goto(signed_in(path))
+            page.evaluate(f"localStorage.setItem('cs-theme', '{theme}')")
+            page.reload()
+            if "tuning" in path:
+                page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]')
+            settle(page)
+            problems = serious(page)
+            if problems:
+                found[f"{theme} {path}"] = problems
+    page.evaluate("localStorage.removeItem('cs-theme')")
+    assert found == {}, "\n".join(f"{k}: {p}" for k, ps in found.items() for p in ps)
+    console.assert_clean()

@@ -52,16 +52,18 @@ def test_a_real_transcript_renders_cleanly_everywhere(page, signed_in, console, 
     save(page, "before_after")
     page.goto(signed_in(f"/sessions/{s.pk}/tuning/"))
     page.locator('[data-testid="preview-result"]').wait_for()
-    page.check('[data-testid="compare-toggle"]')
-    page.locator("details:has(#fields-b) > summary").click()
+    page.check('[data-testid="compare-toggle"]')  # opens Policy B
     page.select_option('[data-testid="b-preset"]', "langchain")
     page.wait_for_selector('#fields-b input[name="b-loaded"][value="langchain"]', state="attached")
     page.wait_for_function("() => (document.querySelector('[data-testid=preview-result]').dataset.compactions"
                            " || '').split(',').length === 2")
     page.locator("details:has(#fields-b) > summary").click()  # fold B again for the picture
+    page.select_option('[data-testid="sweep-kind"]', "tokens")  # the policy's trigger kind: its setting is marked
+    page.click('[data-testid="sweep-start"]')  # the sweep runs inline here (eager Celery)
+    page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]', timeout=300_000)
     page.evaluate("window.scrollTo(0, 0)")
     settle(page)
-    save(page, "tuning")
+    save(page, "tuning", full_page=True)
     page.goto(signed_in(f"/sessions/{s.pk}/archive/?entry={runs[0].archive_refs[0]}"))
     settle(page)
     save(page, "archive")

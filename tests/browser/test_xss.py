@@ -5,14 +5,14 @@ import pytest
 from dashboard.models import StoredArchiveEntry
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
-from tests.pages.factories import XSS_TEXTS
+from tests.pages.factories import MARKDOWN_XSS_TEXTS, XSS_TEXTS
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def hostile(project):
-    msgs = factories.agent_messages(8, tag="x", extra_user=list(XSS_TEXTS))
+    msgs = factories.agent_messages(8, tag="x", extra_user=list(MARKDOWN_XSS_TEXTS) + list(XSS_TEXTS))
     msgs.insert(5, {"role": "assistant", "content": XSS_TEXTS[1], "tool_calls": [
         {"id": "call_evil", "type": "function",
          "function": {"name": "<img src=x onerror=alert('name')>", "arguments": '{"q": "</script><script>alert(1)</script>"}'}}]})
@@ -38,6 +38,8 @@ def test_payloads_in_messages_stay_inert(page, signed_in, console, hostile):
         assert page.evaluate("window.__xss") is None, path
         assert page.locator("img[src='x']").count() == 0, path
         assert page.locator("svg[onload]").count() == 0, path
+        hrefs = page.eval_on_selector_all("main a[href]", "as => as.map(a => a.getAttribute('href'))")
+        assert not [h for h in hrefs if h.lower().lstrip().startswith(("javascript:", "data:", "vbscript:"))], path
     page.goto(signed_in(f"/sessions/{s.pk}/?start={s.message_count - 10}"))
     settle(page)
     body = page.locator("#transcript-body").inner_text()

@@ -29,6 +29,20 @@ XSS_TEXTS = (
     "\"><svg onload=alert('xss-svg')>",
 )
 
+#: Payloads that go through the Markdown renderer: link targets, autolinks, raw HTML, fences.
+MARKDOWN_XSS_TEXTS = (
+    "[click me](javascript:window.__xss=3)",
+    "[also me](JaVaScRiPt:window.__xss=4 \"t\")",
+    "[entity](&#106;avascript:window.__xss=5)",
+    "<javascript:window.__xss=6>",
+    "<data:text/html,<script>window.__xss=7</script>>",
+    "[data link](data:text/html;base64,PHNjcmlwdD53aW5kb3cuX194c3M9ODwvc2NyaXB0Pg==)",
+    "![pic](javascript:window.__xss=9)",
+    "before <img src=x onerror=\"window.__xss=10\"> after",
+    "```html\n<script>window.__xss=11</script>\n```",
+    "<a href=\"javascript:window.__xss=12\">raw link</a>",
+)
+
 
 def agent_messages(turns: int, words: int = 60, tag: str = "t", extra_user: list[str] | None = None) -> list[dict]:
     """System prompt, then per turn: user ask, assistant tool call, tool result, assistant answer."""

@@ -13,7 +13,14 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from dashboard import urls_pages
-from dashboard.models import ApiKey, CompactionRun, Project, ProjectMembership, StoredPolicy
+from dashboard.models import (
+    ApiKey,
+    CompactionRun,
+    Project,
+    ProjectMembership,
+    StoredPolicy,
+    TuningSweep,
+)
 from dashboard.services.keys import create_api_key
 from dashboard.views._common import PROJECT_KEY
 from tests.pages import factories
@@ -60,6 +67,8 @@ ROUTES: dict[str, Route] = {
     "tuning": Route("GET", "session", "view"),
     "tuning-preview": Route("POST", "session", "view"),
     "tuning-save": Route("POST", "session", "edit"),
+    "tuning-sweep": Route("POST", "session", "view"),
+    "sweep": Route("GET", "sweep", "view"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)
 WRITES = sorted(name for name, r in ROUTES.items() if r.target and r.need == "edit")
@@ -92,6 +101,8 @@ def _args(route: Route, objs: dict) -> list:
         "project": lambda: [objs["project"].pk],
         "key": lambda: [objs["project"].pk, objs["key"].pk],
         "entry": lambda: [objs["session"].pk, objs["entry"]],
+        "sweep": lambda: [TuningSweep.objects.create(project=objs["project"], session=objs["session"],
+                                                     parameter="tokens", status="done").pk],
     }[route.target]()
 
 

@@ -1,5 +1,6 @@
 """Safety: CSRF on every write (the token htmx sends is accepted), message content escaped."""
 import re
+from html.parser import HTMLParser
 
 import pytest
 from django.template import Context, Template
@@ -8,7 +9,7 @@ from django.urls import reverse
 
 from dashboard.models import StoredArchiveEntry
 from tests.pages import factories
-from tests.pages.factories import XSS_TEXTS
+from tests.pages.factories import MARKDOWN_XSS_TEXTS, XSS_TEXTS
 
 
 def writes(session):
@@ -107,3 +108,33 @@ def test_a_hostile_archive_search_stays_text(web, hostile):
     html = web.get(reverse("pages:archive", args=[s.pk]), {"q": "<img src=x onerror"}).content.decode()
     assert_inert(html)
     assert '<mark class="hit">&lt;img src=x onerror</mark>' in html
+
+
+class Tags(HTMLParser):
+    """Every element a browser would build from the page, with its attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[tuple[str, list]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.seen.append((tag, attrs))
+
+
+def test_markdown_payloads_render_no_script_and_no_dangerous_link(web, project):
+    msgs = factories.agent_messages(3, tag="md", extra_user=list(MARKDOWN_XSS_TEXTS))
+    msgs.append({"role": "assistant", "content": "\n\n".join(MARKDOWN_XSS_TEXTS)})
+    s = factories.import_messages(project, msgs, title="markdown payloads")
+    html = web.get(reverse("pages:transcript", args=[s.pk]) + "?start=0").content.decode()
+    tags = Tags()
+    tags.feed(html)
+    links = [dict(a).get("href") or "" for t, a in tags.seen if t == "a"]
+    assert not [h for h in links if not h.startswith(("/", "#", "?", "http:", "https:", "mailto:"))], links
+    assert not [t for t, a in tags.seen if t in ("script", "img", "svg", "iframe") or any(k.startswith("on") for k, _ in a)]
+    # the fenced block is shown as code, its tag as text
+    assert "<pre><code>&lt;script&gt;window.__xss=11&lt;/script&gt;" in html
+    # an http link stays a link, marked so it leaks nothing and cannot reach back into the page
+    link = factories.import_messages(project, [{"role": "user", "content": "see <https://example.com/a> and **this**"}])
+    html = web.get(reverse("pages:transcript", args=[link.pk]) + "?start=0").content.decode()
+    assert '<a href="https://example.com/a" rel="noopener noreferrer nofollow">https://example.com/a</a>' in html
+    assert "<strong>this</strong>" in html

@@ -5,7 +5,7 @@ import re
 from django.urls import reverse
 
 from compaction import PRESETS
-from dashboard.models import Project, Session, StoredPolicy
+from dashboard.models import Project, Session, StoredPolicy, TuningSweep
 from tests.pages.tuning_form import posted_form
 
 
@@ -44,7 +44,7 @@ def test_the_preview_replays_the_session_with_its_policy(web, grown):
     assert len(data["markers"]) == n
     assert data["series"][0]["label"] == "no compaction" and len(data["series"]) == 2
     assert any(line["value"] == 6000 and line["kind"] == "trigger" for line in data["lines"])
-    for key in ("compactions", "llm_calls", "peak", "final", "saved", "cost", "retention"):
+    for key in ("compactions", "summaries", "peak", "final", "saved", "cost", "retention"):
         assert f'data-row="{key}"' in html
 
 
@@ -153,3 +153,103 @@ def test_the_preview_scores_each_policy_against_the_next_message_and_the_baselin
     recall_row = html.split('data-row="recall"', 1)[1].split("</tr>", 1)[0]
     assert len(re.findall(r"<td>\d+(\.\d)?%", recall_row)) == 2      # one figure per policy
     assert " at gpt-4o" in html.split('data-row="cache-cost"', 1)[1].split("</tr>", 1)[0]
+
+
+# -- the threshold sweep ------------------------------------------------------------------
+
+
+def start_sweep(web, session, capture, kind="tokens", scope="session", **changes) -> str:
+    data = {**form(session, **changes), "sweep_kind": kind, "sweep_scope": scope}
+    with capture(execute=True):
+        r = web.post(reverse("pages:tuning-sweep", args=[session.pk]), data, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200
+    return r.content.decode()
+
+
+def sweep_status(web, sweep) -> str:
+    return web.get(reverse("pages:sweep", args=[sweep.pk])).content.decode()
+
+
+def test_a_sweep_tries_ten_settings_low_to_high_and_marks_the_current_one(web, grown,
+                                                                          django_capture_on_commit_callbacks):
+    started = start_sweep(web, grown, django_capture_on_commit_callbacks)
+    assert 'id="sweep-status"' in started
+    sweep = TuningSweep.objects.get(session=grown)
+    html = sweep_status(web, sweep)
+    assert sweep.status == "done" and sweep.done == sweep.total == len(sweep.values)
+    values = [p["value"] for p in sweep.points]
+    assert values == sorted(values) and 10 <= len(values) <= 11 and 6000.0 in values
+    assert sweep.current == 6000.0
+    # a lower trigger compacts more often and sends fewer tokens
+    first, last = sweep.points[0], sweep.points[-1]
+    assert first["compactions"] > last["compactions"] and first["tokens_sent"] < last["tokens_sent"]
+    assert all(p["recall"] is None or 0 <= p["recall"] <= 1 for p in sweep.points)
+    # a finished sweep draws its curve and stops polling
+    assert 'data-testid="sweep-chart"' in html and 'hx-trigger="every 1s"' not in html
+    assert html.count('aria-current="true"') == 1 and "(current)" in html
+    # the point at the current setting is what the preview of the same policy shows
+    (n,) = compactions(preview(web, grown, form(grown)))
+    assert next(p for p in sweep.points if p["value"] == 6000.0)["compactions"] == n
+
+
+def test_the_same_sweep_twice_gives_identical_points(web, grown, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks, kind="window_fraction")
+    start_sweep(web, grown, django_capture_on_commit_callbacks, kind="window_fraction")
+    one, two = TuningSweep.objects.filter(session=grown).order_by("pk")
+    assert one.values == two.values and one.points == two.points and one.points
+
+
+def test_a_sweep_over_the_project_replays_every_session(web, grown, small, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks, scope="project")
+    sweep = TuningSweep.objects.get(session=grown)
+    alone = start_sweep(web, grown, django_capture_on_commit_callbacks) and TuningSweep.objects.filter(
+        session=grown).order_by("-pk").first()
+    assert sweep.total == 2 * len(sweep.values)
+    assert all(p["tokens_sent"] > q["tokens_sent"] for p, q in zip(sweep.points, alone.points))
+
+
+def test_a_queued_sweep_shows_a_progress_bar_that_polls(web, grown):
+    sweep = TuningSweep.objects.create(project=grown.project, session=grown, parameter="tokens", values=[1.0, 2.0],
+                                       total=4, done=1, status="running")
+    html = sweep_status(web, sweep)
+    assert 'hx-trigger="every 1s"' in html and '<progress id="sweep-progress" value="1" max="4"' in html
+
+
+def test_a_bad_sweep_request_names_the_problem_and_stores_nothing(web, grown, django_capture_on_commit_callbacks):
+    html = start_sweep(web, grown, django_capture_on_commit_callbacks, kind="messages")
+    assert "unknown trigger kind &#x27;messages&#x27;" in html and not TuningSweep.objects.exists()
+    html = start_sweep(web, grown, django_capture_on_commit_callbacks, keep_fraction="2")
+    assert "keep_fraction" in html and not TuningSweep.objects.exists()
+
+
+def test_the_tuning_page_shows_the_sessions_latest_sweep(web, grown, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks)
+    html = web.get(reverse("pages:tuning", args=[grown.pk])).content.decode()
+    assert 'data-testid="sweep-chart"' in html and 'id="sweep-data"' in html
+
+
+# -- honest labels and live help ------------------------------------------------------------
+
+
+def test_the_now_text_follows_the_typed_trigger(web, grown):
+    html = preview(web, grown, form(grown, trigger_value="9000"))
+    help_a = re.search(r'<small id="a-trigger-help" hx-swap-oob="true"[^>]*>(.*?)</small>', html, re.S).group(1)
+    assert "9,000" in help_a
+    data = {**form(grown), **form(grown, side="b", trigger_kind="tokens", trigger_value="12345")}
+    html = preview(web, grown, data)  # B is not compared, yet its text follows what was typed
+    help_b = re.search(r'<small id="b-trigger-help" hx-swap-oob="true"[^>]*>(.*?)</small>', html, re.S).group(1)
+    assert "12,345" in help_b
+
+
+def test_summaries_are_labelled_offline(web, grown):
+    html = preview(web, grown, form(grown))
+    row = re.search(r'<tr data-row="summaries">(.*?)</tr>', html, re.S).group(1)
+    assert re.search(r"<td>\d+ \(offline\)</td>", row), row
+
+
+def test_peak_context_is_never_below_final_context(web, grown):
+    html = preview(web, grown, form(grown, trigger_value="500000"))
+    peak = re.search(r'<tr data-row="peak">.*?<td>([\d,]+)</td>.*?<td class="muted">([\d,]+)</td>', html, re.S)
+    final = re.search(r'<tr data-row="final">.*?<td>([\d,]+)</td>.*?<td class="muted">([\d,]+)</td>', html, re.S)
+    num = lambda s: int(s.replace(",", ""))  # noqa: E731
+    assert num(peak.group(1)) >= num(final.group(1)) and num(peak.group(2)) >= num(final.group(2))

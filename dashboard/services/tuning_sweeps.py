@@ -1,0 +1,211 @@
+"""Threshold sweeps: the answer to "which threshold should I use?".
+
+A sweep replays one policy over the stored history of one session, or of every session of
+the project, once per trigger setting from low to high (a share of the usable window, or
+a token count, spread up to the largest context the sessions reach), and keeps per setting what it sends (tokens, dollars) against what it keeps
+(needed-context recall, retention). The replays are the tuning preview's
+(``compaction.preview``: offline summarizer, replay clock), so the same sweep twice gives
+the same points.
+
+``request_sweep`` stores the row and hands it to the Celery task ``SWEEP_TASK`` (reached by
+name; services never import ``dashboard.tasks``); ``run_sweep`` is what the task runs.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from django.db import transaction
+from django.db.models import F
+
+from compaction import CompactionError, PolicyError
+from compaction.policy import Policy
+from compaction.preview import PolicyPreview, preview_policy
+from compaction.windows import resolve_window, usable_window
+
+from ..celery import app as celery_app
+from ..models import Session, StoredMessage, SweepStatus, TuningSweep
+from . import Invalid
+from .common import now
+from .policies import apply_service_defaults
+from .runs.request import ENQUEUE_ERRORS, is_eager
+
+log = logging.getLogger("dashboard.sweeps")
+
+SWEEP_TASK = "dashboard.run_tuning_sweep"
+SweepKind = Literal["window_fraction", "tokens"]
+SweepScope = Literal["session", "project"]
+#: What each swept trigger kind sets, and how the page names it.
+SWEEP_KINDS: dict[str, tuple[str, str]] = {
+    "window_fraction": ("fraction", "share of the usable window"),
+    "tokens": ("threshold", "context tokens"),
+}
+SCOPES = ("session", "project")
+#: Where the settings a sweep tries lie, as shares of the largest context the swept sessions
+#: reach without compaction (at most the usable window): ten points, low to high.
+SHARES = tuple(round(0.15 + i * 0.8 / 9, 3) for i in range(10))
+
+
+def sweep_values(kind: str, policy: Policy, largest: int) -> list[float]:
+    """The trigger settings a sweep of ``kind`` tries for ``policy`` (with its service
+    defaults, so the window is the session's), low to high, with the policy's own setting
+    among them when its trigger is of that kind. ``largest`` is the largest history of the
+    swept sessions in tokens: settings above it would never fire, so the points spread over
+    the range where they make a difference."""
+    window, _source = resolve_window(policy)
+    usable = usable_window(window, policy.reserved_output_tokens)
+    top = min(usable, largest) if largest > 0 else usable
+    if kind == "window_fraction":
+        values = [min(1.0, max(0.001, round(share * top / usable, 3))) for share in SHARES]
+    else:
+        step = 1000 if top >= 20_000 else 100  # round numbers on the axis and in the table
+        values = [float(max(step, round(share * top / step) * step)) for share in SHARES]
+    mine = current_setting(kind, policy)
+    if mine is not None:
+        values.append(mine)
+    return sorted(set(values))
+
+
+def current_setting(kind: str, policy: Policy) -> float | None:
+    """The policy's own value for a sweep of ``kind`` (None when its trigger is another kind)."""
+    trigger = policy.trigger
+    if getattr(trigger, "kind", None) != kind:
+        return None
+    return float(getattr(trigger, SWEEP_KINDS[kind][0]))
+
+
+def with_trigger(policy: Policy, kind: str, value: float) -> Policy:
+    key = SWEEP_KINDS[kind][0]
+    return policy.with_overrides({"trigger": {"kind": kind, key: int(value) if kind == "tokens" else value}})
+
+
+def sweep_sessions(sweep: TuningSweep) -> list[Session]:
+    """The sessions a sweep replays, in a fixed order (the points do not depend on it, but the
+    progress does)."""
+    if sweep.scope == "project":
+        return list(Session.objects.filter(project_id=sweep.project_id).order_by("pk"))
+    return [sweep.session]
+
+
+def request_sweep(session: Session, policy: Policy, *, kind: str, scope: str) -> TuningSweep:
+    """Store a sweep of ``policy``'s trigger over ``session`` (or its whole project) and queue
+    it. Raises Invalid naming the problem; nothing is stored then."""
+    if kind not in SWEEP_KINDS:
+        raise Invalid(f"sweep: unknown trigger kind {kind!r}; choose one of {', '.join(SWEEP_KINDS)}")
+    if scope not in SCOPES:
+        raise Invalid(f"sweep: unknown scope {scope!r}; choose one of {', '.join(SCOPES)}")
+    effective = apply_service_defaults(policy, session)
+    swept = Session.objects.filter(project_id=session.project_id) if scope == "project" else Session.objects.filter(
+        pk=session.pk)
+    sizes = list(swept.values_list("history_total", flat=True))
+    values = sweep_values(kind, effective, max(sizes, default=0))
+    sessions = len(sizes)
+    with transaction.atomic():
+        sweep = TuningSweep.objects.create(
+            project_id=session.project_id, session=session, scope=scope, parameter=kind, values=values,
+            current=current_setting(kind, effective), policy=policy.to_json(), total=len(values) * sessions)
+        transaction.on_commit(lambda: _enqueue(sweep.pk))
+    return sweep
+
+
+def _enqueue(sweep_id: int) -> None:
+    task = celery_app.tasks[SWEEP_TASK]
+    if is_eager():
+        task.apply_async(args=[sweep_id])
+        return
+    try:
+        task.apply_async(args=[sweep_id], retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2})
+    except ENQUEUE_ERRORS as exc:
+        log.warning("sweep %s could not be queued: %s", sweep_id, exc)
+        TuningSweep.objects.filter(pk=sweep_id).update(
+            status=SweepStatus.FAILED, error=f"could not queue the sweep (broker unavailable: {type(exc).__name__})",
+            finished_at=now())
+
+
+@dataclass
+class _Point:
+    """The figures of one trigger setting, summed over the sessions."""
+
+    value: float
+    tokens_sent: int = 0
+    tokens_baseline: int = 0
+    cost_usd: float | None = 0.0
+    summary_cost_usd: float | None = 0.0
+    needed: int = 0
+    kept: int = 0
+    retention: list[float] = field(default_factory=list)
+    compactions: int = 0
+    summaries: int = 0
+    overflow_calls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, p: PolicyPreview) -> None:
+        self.tokens_sent += p.tokens_sent
+        self.tokens_baseline += p.tokens_sent_baseline
+        self.cost_usd = None if self.cost_usd is None or p.cost is None else self.cost_usd + p.cost
+        self.summary_cost_usd = (None if self.summary_cost_usd is None or p.summarizer_cost is None
+                                 else self.summary_cost_usd + p.summarizer_cost)
+        report = p.report
+        if report.lookahead is not None:
+            self.needed += report.lookahead.policy.needed
+            self.kept += report.lookahead.policy.kept
+        self.retention.extend(c.retention for c in report.compactions if c.retention is not None)
+        self.compactions += len(report.compactions)
+        self.summaries += sum(1 for c in report.compactions if c.summarized)
+        self.overflow_calls += report.overflow_calls
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "tokens_sent": self.tokens_sent, "tokens_baseline": self.tokens_baseline,
+                "cost_usd": _round(self.cost_usd), "summary_cost_usd": _round(self.summary_cost_usd),
+                "recall": round(self.kept / self.needed, 6) if self.needed else None,
+                "needed": self.needed, "kept": self.kept,
+                "retention": round(sum(self.retention) / len(self.retention), 6) if self.retention else None,
+                "compactions": self.compactions, "summaries": self.summaries,
+                "overflow_calls": self.overflow_calls, "errors": self.errors}
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
+
+
+def _raws(session: Session) -> list[dict[str, Any]]:
+    rows = StoredMessage.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True)
+    return cast(list[dict[str, Any]], list(rows))
+
+
+def run_sweep(sweep_id: int) -> str:
+    """Replay the sweep's policy at each setting over its sessions, counting progress after
+    each replay; store the points (or the error) when done. A finished sweep is left alone."""
+    claimed = TuningSweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).update(
+        status=SweepStatus.RUNNING, done=0)
+    if not claimed:
+        return "skipped"
+    sweep = TuningSweep.objects.get(pk=sweep_id)
+    try:
+        points = _sweep_points(sweep)
+    except Exception as exc:  # noqa: BLE001 - the row must say why the sweep stopped
+        log.exception("sweep %s failed", sweep_id)
+        TuningSweep.objects.filter(pk=sweep_id).update(status=SweepStatus.FAILED, error=f"{type(exc).__name__}: {exc}",
+                                                       finished_at=now())
+        return "failed"
+    TuningSweep.objects.filter(pk=sweep_id).update(status=SweepStatus.DONE, points=points, done=F("total"),
+                                                   finished_at=now())
+    return "done"
+
+
+def _sweep_points(sweep: TuningSweep) -> list[dict[str, Any]]:
+    base = Policy.load(sweep.policy)
+    points = [_Point(value=float(v)) for v in sweep.values]
+    for session in sweep_sessions(sweep):
+        raws = _raws(session)
+        effective = apply_service_defaults(base, session)
+        for point in points:
+            try:
+                policy = with_trigger(effective, sweep.parameter, point.value)
+                point.add(preview_policy(raws, policy, tools=session.tools or None,
+                                         fallback_model=session.model or None, session_id=f"preview-{session.pk}"))
+            except (PolicyError, CompactionError, ValueError) as exc:
+                point.errors.append(f"session {session.pk}: {exc}")
+            TuningSweep.objects.filter(pk=sweep.pk).update(done=F("done") + 1)
+    return [p.to_dict() for p in points]
