@@ -138,3 +138,16 @@ def test_markdown_payloads_render_no_script_and_no_dangerous_link(web, project):
     html = web.get(reverse("pages:transcript", args=[link.pk]) + "?start=0").content.decode()
     assert '<a href="https://example.com/a" rel="noopener noreferrer nofollow">https://example.com/a</a>' in html
     assert "<strong>this</strong>" in html
+
+
+def test_handles_in_rendered_markdown_become_links_but_never_inside_a_tag_or_link(db):
+    tpl = Template("{% load handles studio %}{{ text|markdown|archive_links:7 }}")
+    text = ("Read **ar_0123456789abcdef** first, then [the page](https://example.com/ar_fedcba9876543210) "
+            "and `ar_00112233445566ff`.")
+    html = tpl.render(Context({"text": text}))
+    # in bold text and in code: a link to the entry
+    assert 'href="/sessions/7/archive/?entry=ar_0123456789abcdef#entry-content"' in html
+    assert 'entry=ar_00112233445566ff#entry-content' in html
+    # inside the Markdown link: its address and text are left alone (no link nested in a link or an attribute)
+    assert 'href="https://example.com/ar_fedcba9876543210"' in html
+    assert "entry=ar_fedcba9876543210" not in html
