@@ -10,7 +10,6 @@ the answer is that context as Responses output items: the messages kept, and one
 called, e.g. with the offline extractive summarizer or when there was nothing to compact)."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +20,9 @@ from compaction.errors import SessionValidationError
 from compaction.messages import validate_message
 
 from ..models import CompactionRun, Project, RunStatus, Session, SessionContext
-from ..services.common import text_problem
 from ..services.gateway_calls import record_quietly
 from . import chat, upstream
-from .body import ChatBody
+from .body import ChatBody, json_object, model_name
 from .compact import compact_now
 from .errors import GatewayError, bad_request
 from .identity import place
@@ -46,21 +44,14 @@ class CompactBody:
 
 def parse(data: bytes) -> CompactBody:
     """The checked body; a GatewayError (400) naming the field otherwise."""
-    try:
-        body = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise bad_request(f"the body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise bad_request("the body must be a JSON object")
+    body = json_object(data)
     unknown = sorted(set(body) - KNOWN)
     if unknown:
         raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
     if body.get("previous_response_id") is not None:
         raise bad_request("previous_response_id: this gateway keeps no responses to continue from; send the "
                           "conversation's items in input", param="previous_response_id")
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip() or len(model) > 200 or text_problem(model):
-        raise bad_request("model: give the model name as a non-empty string of at most 200 characters", param="model")
+    model = model_name(body)
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise bad_request("instructions: give a string", param="instructions")
@@ -71,7 +62,7 @@ def parse(data: bytes) -> CompactBody:
         except SessionValidationError as exc:
             raise bad_request(f"input: message {i} (after instructions, counting each assistant turn's function calls "
                               f"as one message): {str(exc).split(': ', 1)[-1]}", param="input") from None
-    return CompactBody(model.strip(), messages, instructions or None)
+    return CompactBody(model, messages, instructions or None)
 
 
 def _usage(run: CompactionRun) -> dict[str, int]:
