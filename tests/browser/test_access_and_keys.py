@@ -20,7 +20,7 @@ def sign_in(page, live_server, username: str) -> None:
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/sessions/")
+    page.wait_for_url(live_server.url + "/")  # sign-in lands on the overview
 
 
 def test_a_viewer_sees_no_force_button_and_cannot_force(page, live_server, console, project, django_user_model):

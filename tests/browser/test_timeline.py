@@ -73,8 +73,8 @@ CLEARING_POLICY = {**factories.TEST_POLICY, "name": "clearing",
                    "reduction": {"enabled": True, "clearing": {"trigger_tokens": 4000, "trigger_fraction": None}}}
 
 
-def test_every_threshold_that_can_fire_is_drawn_and_named_in_the_key(page, signed_in, console, transactional_db):
-    project = factories.make_project("clearing", policy=CLEARING_POLICY)
+def test_every_threshold_that_can_fire_is_drawn_and_named_in_the_key(page, signed_in, console, user):
+    project = factories.add_member(factories.make_project("clearing", policy=CLEARING_POLICY), user)
     session = factories.import_messages(project, factories.agent_messages(6, tag="k"), title="Thresholds")
     page.goto(signed_in(f"/sessions/{session.pk}/"))
     settle(page)

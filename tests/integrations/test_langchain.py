@@ -7,14 +7,13 @@ remote mode, the service over HTTP (pytest-django's live server).
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.integrations.conftest import require
+from tests.integrations.conftest import off_the_event_loop, require, run_async
 
 require("langchain", "langchain")
 
@@ -174,7 +173,7 @@ def test_async_agent_compacts_too():
     middleware = CompactionMiddleware(policy(), session_id="async")
     model = LoopModel(messages=iter(tool_loop_script(40, "a")), calls=[])
     agent = create_agent(model, [read_file], middleware=[middleware])
-    asyncio.run(agent.ainvoke({"messages": [HumanMessage("go", id="u")]}, {"recursion_limit": 500}))
+    run_async(agent.ainvoke({"messages": [HumanMessage("go", id="u")]}, {"recursion_limit": 500}))
     assert middleware.session.outcomes
     assert all(model_input_tokens(middleware, sent) <= middleware.session.usable_window for sent in model.calls)
 
@@ -319,6 +318,6 @@ def test_readme_langchain_example_runs(tmp_path, monkeypatch):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md (LangChain)", "exec"), namespace)
+    off_the_event_loop(exec, compile(code, "README.md (LangChain)", "exec"), namespace)
     assert namespace["result"]["messages"][-1].content
     assert (tmp_path / "archive").exists()

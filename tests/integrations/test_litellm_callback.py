@@ -7,7 +7,6 @@ callback, registered after ours, records the messages litellm hands on) and over
 to the scripted OpenAI-compatible server (the request body the provider receives)."""
 from __future__ import annotations
 
-import asyncio
 import copy
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +19,7 @@ from compaction import Policy, get_preset
 from compaction.compactor import counter_for
 from compaction.integrations._common import IntegrationError
 from compaction.integrations.litellm import APPLIED_KEY, CompactionCallback
+from tests.integrations.conftest import off_the_event_loop, run_async
 from tests.service.helpers import chat
 from tests.support.llm_server import ScriptedLLMServer, ok
 
@@ -74,7 +74,7 @@ def test_acompletion_sends_the_compacted_context_of_a_growing_conversation(handl
             await litellm.acompletion(model="gpt-4o-mini", messages=history[:end], mock_response="done",
                                       metadata={"conversation_id": "run-1"})
 
-    asyncio.run(agent_loop())
+    run_async(agent_loop())
     sent = handler.seen.sent
     assert sent[0] == history[:5]                       # short: sent as it is
     assert not _summary_in(sent[0])
@@ -120,7 +120,7 @@ def test_the_provider_receives_the_compacted_messages_over_http():
                     await litellm.acompletion(model="openai/agent", api_base=server.api_base, api_key="test",
                                               messages=history[:end])
 
-            asyncio.run(calls())
+            run_async(calls())
             first, last = (r.messages for r in server.requests)
     finally:
         litellm.callbacks = before
@@ -138,7 +138,7 @@ def test_a_router_call_is_compacted_too(handler):
         for end in (9, len(history)):
             await router.acompletion(model="agent", messages=history[:end], metadata={"conversation_id": "r1"})
 
-    asyncio.run(calls())
+    run_async(calls())
     first, last = handler.seen.sent
     assert first == history[:9]
     assert _summary_in(last) and last[-1] == history[-1] and _tokens(last) <= WINDOW
@@ -159,16 +159,16 @@ def test_synchronous_callers_use_the_completion_helper():
 def test_the_proxy_hook_compacts_the_request_once(handler):
     history = chat(40)
     data = {"model": "agent", "messages": history, "metadata": {"user_api_key_alias": "team-a"}}
-    out = asyncio.run(handler.async_pre_call_hook(None, None, data, "completion"))
+    out = run_async(handler.async_pre_call_hook(None, None, data, "completion"))
     assert _summary_in(out["messages"]) and _tokens(out["messages"]) <= WINDOW
     assert out["metadata"]["user_api_key_alias"] == "team-a" and out["metadata"][APPLIED_KEY]
     assert data["messages"] is history and APPLIED_KEY not in data["metadata"]   # the request given is untouched
     # the proxy's router then calls acompletion: the deployment hook leaves it as it is
-    again = asyncio.run(handler.async_pre_call_deployment_hook(out, litellm.types.utils.CallTypes.acompletion))
+    again = run_async(handler.async_pre_call_deployment_hook(out, litellm.types.utils.CallTypes.acompletion))
     assert again["messages"] == out["messages"]
     # an embedding request carries no chat messages: left alone
     emb = {"model": "e", "input": ["x"]}
-    assert asyncio.run(handler.async_pre_call_hook(None, None, emb, "embeddings")) is emb
+    assert run_async(handler.async_pre_call_hook(None, None, emb, "embeddings")) is emb
 
 
 def test_conversations_without_an_id_are_told_apart_by_their_first_messages():
@@ -220,7 +220,7 @@ def test_a_rewritten_or_cut_history_starts_its_conversation_over():
 ])
 def test_a_refused_message_names_the_integration_index_and_fault_and_changes_nothing(handler, bad, fault):
     history = chat(3)
-    asyncio.run(litellm.acompletion(model="gpt-4o-mini", messages=history, mock_response="ok",
+    run_async(litellm.acompletion(model="gpt-4o-mini", messages=history, mock_response="ok",
                                     metadata={"conversation_id": "c"}))
     session = handler.conversations.session("c")
     before = (session.live.next_ordinal, session.total_tokens, list(session.live.tracker.open))
@@ -233,7 +233,7 @@ def test_a_refused_message_names_the_integration_index_and_fault_and_changes_not
     # through litellm the same error reaches the caller, and nothing is sent
     sent_before = len(handler.seen.sent)
     with pytest.raises(IntegrationError, match=f"litellm: message {len(history) + 1}"):
-        asyncio.run(litellm.acompletion(model="gpt-4o-mini", messages=broken, mock_response="ok",
+        run_async(litellm.acompletion(model="gpt-4o-mini", messages=broken, mock_response="ok",
                                         metadata={"conversation_id": "c"}))
     assert len(handler.seen.sent) == sent_before
     # the conversation carries on from where it was
@@ -250,7 +250,7 @@ def test_the_readme_snippet_runs():
     before = list(litellm.callbacks)
     scope: dict = {}
     try:
-        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+        off_the_event_loop(exec, compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
     finally:
         litellm.callbacks = before
     assert scope["reply"].choices[0].message.content == "Reading it now."

@@ -7,7 +7,6 @@ The model is a scripted implementation of the SDK's ``Model`` interface: no prov
 run here, and what matters is what the SDK hands it (the session's items)."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -20,6 +19,7 @@ from compaction.integrations._common import IntegrationError
 from compaction.integrations.openai_agents import CompactionServiceSession, items_as_messages
 from dashboard.models import Session
 from dashboard.services.policies import activate_policy, create_policy
+from tests.integrations.conftest import off_the_event_loop, run_async
 
 if os.environ.get("CI", "").lower() == "true":
     import agents
@@ -113,7 +113,7 @@ def test_fifty_turns_of_runner_run_get_the_compacted_context(service, project):
         await session.close()
         return answers, context, tail
 
-    answers, context, tail = asyncio.run(run_all())
+    answers, context, tail = run_async(run_all())
     assert len(answers) == TURNS and all(a.startswith("Done with step") for a in answers)
     stored = Session.objects.get(pk=session.service_session)
     assert stored.message_count == 4 * TURNS            # the service keeps the whole history
@@ -144,7 +144,7 @@ def test_pop_item_and_clear_session(service, project):
             await session.clear_session()
             return first_id, popped, after_pop, again, await session.get_items(), await session.pop_item()
 
-    first_id, popped, after_pop, again, cleared, nothing = asyncio.run(work())
+    first_id, popped, after_pop, again, cleared, nothing = run_async(work())
     assert popped == {"role": "user", "content": "second"}
     assert after_pop == [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"}]
     assert again[-1] == {"role": "user", "content": "again"} and len(again) == 3
@@ -169,7 +169,7 @@ def test_refused_items_name_the_integration_position_and_fault_and_write_nothing
         await session.close()
         return before, err.value, after
 
-    before, error, after = asyncio.run(work())
+    before, error, after = run_async(work())
     assert str(error).startswith("openai-agents: message 3: ")
     assert error.index == 3 and error.fault == fault
     assert after == before
@@ -201,7 +201,7 @@ def test_a_run_whose_items_are_refused_fails_with_the_error_and_writes_none_of_t
         await session.close()
         return err.value, items
 
-    error, items = asyncio.run(work())
+    error, items = run_async(work())
     assert str(error).startswith("openai-agents: message 1: item 0: item type 'web_search_call'")
     assert error.fault == "bad_record"
     # the SDK stored the run's input before the model answered; none of the refused turn is stored
@@ -225,7 +225,7 @@ def test_the_readme_snippet_runs(service, project):
     agents.set_tracing_disabled(True)
     scope: dict = {"scripted": ScriptedModel()}
     try:
-        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
+        off_the_event_loop(exec, compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
     finally:
         agents.set_tracing_disabled(False)
     assert scope["result"].final_output.startswith("Done with step")

@@ -19,6 +19,7 @@ from compaction import Policy
 from dashboard.admin import ModelConnectionForm
 from dashboard.models import CompactionRun, ModelConnection, Project, Session, StoredPolicy
 from dashboard.services import connections
+from dashboard.services.projects import set_member
 from dashboard.settings import _connections_setting
 from tests.pages.tuning_form import posted_form
 from tests.service.helpers import chat
@@ -122,8 +123,10 @@ def test_a_stored_policy_with_its_own_server_address_fails_its_run_and_sends_not
 
 def test_the_dashboard_forms_refuse_a_server_address_too(client, django_user_model, api, small_session,
                                                          tenant_host, django_capture_on_commit_callbacks):
-    client.force_login(django_user_model.objects.create_user("op", password="pw-pw-pw-pw"))
     session = Session.objects.get(pk=small_session["id"])
+    op = django_user_model.objects.create_user("op", password="pw-pw-pw-pw")
+    set_member(session.project, op, "owner")
+    client.force_login(op)
     evil = f"summarizer.api_base={tenant_host.api_base}\nsummarizer.api_key_env={SECRET_ENV}"
 
     with django_capture_on_commit_callbacks(execute=True):

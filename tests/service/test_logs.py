@@ -19,6 +19,7 @@ from django.test import Client
 from dashboard import log_filters
 from dashboard.log_filters import scrub_credentials
 from dashboard.services import keys
+from dashboard.services.projects import set_member
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "cs_ThisIsTheSecretPartOfAKey0123456789"
@@ -51,7 +52,9 @@ def test_a_500_logs_its_traceback_with_debug_off(settings, db, project, django_u
         monkeypatch.setattr("dashboard.selectors.sessions.list_sessions", _boom)
         request = lambda: client.get("/api/sessions", HTTP_AUTHORIZATION=f"Bearer {project.test_key}")  # noqa: E731
     else:
-        client.force_login(django_user_model.objects.create_user("bob", password="pw-pw-pw-pw"))
+        bob = django_user_model.objects.create_user("bob", password="pw-pw-pw-pw")
+        set_member(project, bob, "owner")  # pages show a user only their projects
+        client.force_login(bob)
         monkeypatch.setattr("dashboard.views.sessions_list.sessions_page", _boom)
         request = lambda: client.get("/sessions/")  # noqa: E731
     records: list[logging.LogRecord] = []

@@ -18,6 +18,7 @@ from dashboard.celery import use_broker
 from dashboard.models import CompactionRun, Session, WorkerBeat
 from dashboard.services import runs as run_service
 from dashboard.services import workers
+from dashboard.services.projects import set_member
 from dashboard.services.runs import no_worker
 from tests.service.helpers import chat, wait_for
 
@@ -75,7 +76,9 @@ def test_with_the_fallback_off_a_run_keeps_waiting_and_says_the_service_will_not
     assert body["status"] == "queued"
     assert body["waiting"].startswith("waiting for a worker (none seen for ")
     assert "RUN_NO_WORKER_FALLBACK=off" in body["waiting"] and "celery -A dashboard worker" in body["waiting"]
-    client.force_login(django_user_model.objects.create_user("op", password="pw-for-tests-only"))
+    op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
+    set_member(CompactionRun.objects.get(pk=ref["run_id"]).project, op, "viewer")  # pages show members only
+    client.force_login(op)
     page = client.get(f"/runs/{ref['run_id']}/").content.decode()
     assert 'data-testid="run-waiting"' in page and "waiting for a worker (none seen for" in page
 
