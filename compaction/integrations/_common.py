@@ -35,42 +35,31 @@ class IntegrationError(SessionValidationError):
         return cls(integration, text, index=exc.index if index is None else index, fault=exc.fault, field=exc.field)
 
 
+class _SeenOverlay(set[str]):
+    """The call ids seen so far: the conversation's set, read-only, plus the batch's own."""
+
+    def __init__(self, base: set[str]) -> None:
+        super().__init__()
+        self._base = base
+
+    def __contains__(self, item: object) -> bool:
+        return super().__contains__(item) or item in self._base
+
+
 def check_new_messages(integration: str, tracker: CallTracker, raws: Sequence[RawMessage], start: int) -> None:
-    """Validate ``raws`` as the messages that follow position ``start - 1`` of a conversation
-    whose tool calls ``tracker`` follows, without touching ``tracker``: shape first, then
-    pairing (a result answers an open call; a new turn leaves none unanswered; call ids are
-    unique). Costs O(len(raws)), whatever the conversation's length."""
-    opened: dict[str, int] = {}    # calls made in this batch, still open
-    answered: set[str] = set()     # calls open before this batch that the batch answers
-    new_ids: set[str] = set()
+    """Validate ``raws`` as the messages at positions ``start``, ``start + 1``, ... of a
+    conversation whose tool calls ``tracker`` follows, without touching ``tracker``: the
+    engine's own checks (shape, then pairing: a result answers an open call, a new turn
+    leaves none unanswered, call ids are unique) run on a copy-on-write view of it, so the
+    cost is O(len(raws)) whatever the conversation's length, and a batch refused at its
+    third message leaves nothing of its first two behind."""
+    probe = CallTracker()
+    probe.seen = _SeenOverlay(tracker.seen)
+    probe.open = dict(tracker.open)  # calls awaiting a result: a handful, not the history
+    probe.open_owner = tracker.open_owner
     for k, raw in enumerate(raws):
-        index = start + k
         try:
-            validate_message(raw, index)
+            validate_message(raw, start + k)
+            probe.feed(raw, start + k)
         except SessionValidationError as exc:
             raise IntegrationError.wrap(integration, exc) from None
-        role = raw["role"]
-        if role == "tool":
-            cid = raw["tool_call_id"]
-            if cid in opened:
-                del opened[cid]
-            elif cid in tracker.open and cid not in answered:
-                answered.add(cid)
-            else:
-                seen = cid in tracker.seen or cid in new_ids
-                why = "was already answered" if seen else "matches no earlier tool call"
-                raise IntegrationError(integration, f"orphan tool result: tool_call_id {cid!r} {why}",
-                                       index=index, fault="orphan_tool_result")
-            continue
-        still_open = next((c for c in tracker.open if c not in answered), None)
-        if still_open is not None or opened:
-            cid, owner = (still_open, tracker.open[still_open]) if still_open is not None else next(iter(opened.items()))
-            raise IntegrationError(integration, f"tool call {cid!r} of message {owner} has no result before the "
-                                                f"next {role} message", index=index, fault="unanswered_tool_call")
-        for call in raw.get("tool_calls") or []:
-            cid = call["id"]
-            if cid in tracker.seen or cid in new_ids:
-                raise IntegrationError(integration, f"duplicate tool call id {cid!r}", index=index,
-                                       fault="duplicate_call_id")
-            new_ids.add(cid)
-            opened[cid] = index

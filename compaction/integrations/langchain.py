@@ -25,7 +25,7 @@ is handed back as the very object the agent produced. A tool artifact that is no
 is kept in local mode only (the archive and the service store JSON).
 
 A message the engine refuses (an orphan tool result, a role it does not know) raises
-:class:`~compaction.integrations.intake.IntegrationInputError` naming this integration,
+:class:`~compaction.integrations._common.IntegrationError` naming this integration,
 the message's index in the state's list and the fault; neither the state nor the
 middleware's session is changed.
 
@@ -65,7 +65,7 @@ from ..outcome import Outcome
 from ..policy import Policy
 from ..presets import get_preset
 from ..session import CompactionSession
-from .intake import IntegrationInputError, check_batch
+from ._common import IntegrationError, check_new_messages
 from .remote import ServiceClient
 
 INTEGRATION = "LangChain CompactionMiddleware"
@@ -80,7 +80,7 @@ _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant", "tool":
 
 def to_openai(message: BaseMessage, index: int = 0) -> RawMessage:
     """The OpenAI chat dict of one LangChain message, with what OpenAI cannot say under
-    ``"langchain"``. Raises IntegrationInputError (fault ``unconvertible_message``) for a
+    ``"langchain"``. Raises IntegrationError (fault ``unconvertible_message``) for a
     message that has no OpenAI form; roles are passed through for the engine to judge."""
     if isinstance(message, ChatMessage):
         role = message.role
@@ -89,8 +89,8 @@ def to_openai(message: BaseMessage, index: int = 0) -> RawMessage:
         if role == "system" and message.additional_kwargs.get("__openai_role__") == "developer":
             role = "developer"
     else:
-        raise IntegrationInputError(INTEGRATION, index, "unconvertible_message",
-                                    f"a {type(message).__name__} (type {message.type!r}) has no OpenAI chat role")
+        raise IntegrationError(INTEGRATION, f"a {type(message).__name__} (type {message.type!r}) has no OpenAI chat role",
+                               index=index, fault="unconvertible_message")
     content, exact = _content_to_openai(message.content)
     raw: RawMessage = {"role": role, "content": content}
     if message.name:
@@ -129,8 +129,8 @@ def _call_to_openai(call: Mapping[str, Any], index: int) -> JSONObject:
     try:
         arguments = json.dumps(call.get("args", {}), ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise IntegrationInputError(INTEGRATION, index, "unconvertible_message",
-                                    f"tool call {call.get('id')!r} has arguments that are not JSON: {exc}") from None
+        raise IntegrationError(INTEGRATION, f"tool call {call.get('id')!r} has arguments that are not JSON: {exc}",
+                               index=index, fault="unconvertible_message") from None
     return {"id": call.get("id"), "type": "function", "function": {"name": call.get("name"), "arguments": arguments}}
 
 
@@ -408,7 +408,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if session is None:
             session = CompactionSession(self.policy, archive=self.archive,
                                         session_id=self._conversation_id(self._conversations + 1))
-        check_batch(INTEGRATION, session.live.tracker, raws, start)
+        check_new_messages(INTEGRATION, session.live.tracker, raws, start)
         if session is not self.session:  # installed only once its first batch passed the check
             self._conversations += 1
             self.session, self._originals = session, {}
@@ -455,7 +455,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not raws:
             return None
         tracker = CallTracker() if fresh else self._tracker
-        check_batch(INTEGRATION, tracker, raws, start)
+        check_new_messages(INTEGRATION, tracker, raws, start)
         if session_id is None or fresh:
             # With a policy of its own the session is checked from the first append on (the
             # import would be checked against the project's policy, before the override).

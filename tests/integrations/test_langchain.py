@@ -32,7 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from compaction import FileArchive, get_preset, replay
 from compaction.compactor import counter_for
 from compaction.context import check_tool_pairs
-from compaction.integrations.intake import IntegrationInputError
+from compaction.integrations._common import IntegrationError
 from compaction.integrations.langchain import CompactionMiddleware, from_openai, to_openai
 from compaction.messages import wrap_originals
 from dashboard.models import CompactionRun, Session, StoredMessage
@@ -233,10 +233,10 @@ def test_an_orphan_tool_result_is_refused_naming_integration_index_and_fault():
     state = good + [AIMessage("next", id="a2"), HumanMessage("more", id="h2"),
                     ToolMessage("stray", tool_call_id="nope", id="t2")]
     before = list(state)
-    with pytest.raises(IntegrationInputError) as err:
+    with pytest.raises(IntegrationError) as err:
         middleware.process(state)
     text = str(err.value)
-    assert "LangChain CompactionMiddleware" in text and "message 5" in text and "orphan_tool_result" in text
+    assert text.startswith("LangChain CompactionMiddleware: message 5: orphan tool result")
     assert "'nope'" in text
     assert (err.value.index, err.value.fault) == (5, "orphan_tool_result")
     assert state == before  # the agent's list is untouched
@@ -250,9 +250,9 @@ def test_an_unknown_role_is_refused_and_the_agent_run_stops_with_the_error():
     middleware = CompactionMiddleware(policy(), session_id="role")
     model = LoopModel(messages=iter(tool_loop_script(1)), calls=[])
     agent = create_agent(model, [read_file], middleware=[middleware])
-    with pytest.raises(IntegrationInputError, match=r"message 1 of the agent's messages: unknown role 'critic'.*"
-                                                    r"fault: unknown_role"):
+    with pytest.raises(IntegrationError, match=r"CompactionMiddleware: message 1: unknown role 'critic'") as err:
         agent.invoke({"messages": [HumanMessage("hi", id="h"), ChatMessage("meh", role="critic", id="c")]})
+    assert err.value.fault == "unknown_role"
     assert model.calls == []  # the model was never called with a context the engine refused
     assert middleware.session is None
 
@@ -260,8 +260,9 @@ def test_an_unknown_role_is_refused_and_the_agent_run_stops_with_the_error():
 def test_arguments_that_are_not_json_are_refused():
     middleware = CompactionMiddleware(policy(), session_id="args")
     bad = AIMessage("", id="a", tool_calls=[{"name": "f", "args": {"when": object()}, "id": "c", "type": "tool_call"}])
-    with pytest.raises(IntegrationInputError, match="message 1 .*not JSON.*unconvertible_message"):
+    with pytest.raises(IntegrationError, match="message 1: .*not JSON") as err:
         middleware.process([HumanMessage("hi", id="h"), bad])
+    assert err.value.fault == "unconvertible_message"
 
 
 def test_mode_arguments_are_checked():
