@@ -129,6 +129,49 @@ def test_the_provider_receives_the_compacted_messages_over_http():
     assert last[-1] == history[-1]
 
 
+def test_plain_litellm_completion_naming_the_compaction_prompt_id_is_compacted_over_http():
+    """Synchronous ``litellm.completion`` runs no request hook; the callback is also a prompt
+    manager, which litellm asks for the messages when the call names a ``prompt_id``."""
+    history = chat(40)
+    handler = CompactionCallback(small_window_policy())
+    before = list(litellm.callbacks)
+    litellm.callbacks = [handler]
+    try:
+        with ScriptedLLMServer() as server:
+            server.script(ok("one"), ok("two"), ok("three"))
+            for end in (9, len(history)):
+                litellm.completion(model="openai/agent", api_base=server.api_base, api_key="test",
+                                   messages=history[:end], prompt_id="compaction:sync-1")
+            # a call that does not ask for compaction is sent as it is
+            litellm.completion(model="openai/agent", api_base=server.api_base, api_key="test", messages=history)
+            first, last, untouched = server.requests
+    finally:
+        litellm.callbacks = before
+    assert first.messages == [_on_the_wire(m) for m in history[:9]]
+    assert _summary_in(last.messages) and len(last.messages) < len(history) // 2
+    assert last.messages[-1] == history[-1] and _tokens(last.messages) <= WINDOW
+    assert last.messages == [_on_the_wire(m) for m in handler.conversations.session("sync-1").context()]
+    assert untouched.messages == [_on_the_wire(m) for m in history]
+    assert b"prompt_id" not in first.body and b"compaction:sync-1" not in last.body  # not sent upstream
+
+
+def test_an_asynchronous_call_naming_the_prompt_id_is_compacted_once(handler):
+    history = chat(40)
+
+    async def calls() -> None:
+        for end in (9, len(history)):
+            await litellm.acompletion(model="gpt-4o-mini", messages=history[:end], mock_response="ok",
+                                      prompt_id="compaction:async-1")
+
+    run_async(calls())
+    first, last = handler.seen.sent
+    conversation = handler.conversations.session("async-1")
+    assert first == history[:9]
+    # the conversation saw the caller's history, not an already compacted list fed back to it
+    assert max(m.ordinal for m in conversation.live.messages if m.is_original) == len(history) - 1
+    assert last == conversation.context() and _summary_in(last) and last[-1] == history[-1]
+
+
 def test_a_router_call_is_compacted_too(handler):
     router = litellm.Router(model_list=[{"model_name": "agent",
                                          "litellm_params": {"model": "gpt-4o-mini", "mock_response": "ok"}}])
