@@ -152,6 +152,39 @@ def retention_distribution(project: Project) -> RetentionDistribution:
                                  mean=sum(scores) / len(scores) if scores else None)
 
 
+def _bucketed(scores: list[float]) -> list[tuple[str, int]]:
+    counts = [0] * len(RETENTION_BUCKETS)
+    for score in scores:
+        counts[max(k for k, (_label, low) in enumerate(RETENTION_BUCKETS) if score >= low)] += 1
+    return [(label, n) for (label, _low), n in zip(RETENTION_BUCKETS, counts, strict=True)]
+
+
+@dataclass(frozen=True)
+class RecallDistribution:
+    buckets: list[tuple[str, int]]
+    measured: int      # succeeded runs whose recall is kept (services.run_recall)
+    not_measured: int  # the agent has not answered after them yet, or nothing needed earlier history
+    mean: float | None
+
+
+def recall_distribution(project: Project) -> RecallDistribution:
+    """Succeeded runs by needed-context recall: of the identifiers the agent's next message
+    used from earlier history, the share the run's result still held. Read from what runs
+    keep (``result["recall"]``): 1 query."""
+    scores: list[float] = []
+    not_measured = 0
+    for result in CompactionRun.objects.filter(project=project, status=RunStatus.SUCCEEDED).values_list(
+            "result", flat=True):
+        recall = (result or {}).get("recall") if isinstance(result, dict) else None
+        value = recall.get("recall") if isinstance(recall, dict) else None
+        if isinstance(value, (int, float)):
+            scores.append(float(value))
+        else:
+            not_measured += 1
+    return RecallDistribution(buckets=_bucketed(scores), measured=len(scores), not_measured=not_measured,
+                              mean=sum(scores) / len(scores) if scores else None)
+
+
 @dataclass(frozen=True)
 class NearRow:
     session: Session
@@ -223,6 +256,7 @@ class Overview:
     chart: dict[str, Any]
     by_trigger: TriggerStatusTable
     retention: RetentionDistribution
+    recall: RecallDistribution
     closest: list[NearRow]
     expensive: Expensive
     gateway: GatewayTraffic | None
@@ -233,5 +267,5 @@ def overview(project: Project) -> Overview:
     days = runs_per_day(project)
     return Overview(savings=savings(project), days=days, chart=chart_data(days),
                     by_trigger=runs_by_trigger_and_status(project), retention=retention_distribution(project),
-                    closest=closest_to_threshold(project), expensive=most_expensive(project),
+                    recall=recall_distribution(project), closest=closest_to_threshold(project), expensive=most_expensive(project),
                     gateway=gateway_traffic(project))

@@ -28,6 +28,12 @@ def _visible(row: dict[str, Any]) -> bool:
     return row.get("fate") == "preserved" or (row.get("tokens_after") or 0) >= (row.get("tokens_before") or 0)
 
 
+def run_position(run: CompactionRun) -> int | None:
+    """Original messages the run's snapshot covered (exact, from its ledger)."""
+    ords = [r.get("ordinal") for r in run.ledger or [] if r.get("ordinal") is not None]
+    return max(ords) + 1 if ords else None
+
+
 def run_lookahead(run: CompactionRun, position: int | None) -> dict[str, Any] | None:
     """``{"at", "needed", "kept", "recall", "missing"}`` for the first assistant message after
     the run's snapshot; ``{"at": None}`` when the session has none yet; None when the run

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..models import CompactionRun, RunEvent
 from .categories import category_rows
-from .run_lookahead import run_lookahead
+from .run_lookahead import run_lookahead, run_position
 from .runs import run_badge, run_events
 
 #: Ledger rows per page.
@@ -93,12 +93,6 @@ def event_items(events: list[RunEvent]) -> list[dict[str, Any]]:
                  if v not in (None, "", [], {})]
         items.append({"created_at": e.created_at, "kind": str(e.kind).replace("_", " "), "pairs": pairs})
     return items
-
-
-def run_position(run: CompactionRun) -> int | None:
-    """Original messages the run's snapshot covered (exact, from its ledger)."""
-    ords = [r.get("ordinal") for r in run.ledger or [] if r.get("ordinal") is not None]
-    return max(ords) + 1 if ords else None
 
 
 def attempt_rows(attempts: list[Any]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 
 from ..selectors.access import run_for
 from ..selectors.run_page import run_page_context
+from ..services import run_recall
 from ._common import int_param, page
 
 
@@ -16,4 +17,5 @@ from ._common import int_param, page
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_for(request.user, pk)
     ctx = run_page_context(run, int_param(request, "ledger_offset", 0), request.GET.get("fate", ""))
+    run_recall.keep(run, ctx["lookahead"])  # computed for the page anyway: the overview reads it kept
     return page(request, "pages/run.html", {"nav": "session", **ctx}, project=run.project)

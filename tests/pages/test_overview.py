@@ -11,6 +11,7 @@ from django.urls import reverse
 from compaction.windows import price_per_token
 from dashboard.models import CompactionRun, GatewaySession, RunStatus
 from dashboard.selectors import overview as O
+from dashboard.selectors.run_lookahead import run_lookahead, run_position
 from tests.pages import factories
 
 
@@ -50,13 +51,37 @@ def test_runs_by_trigger_and_status_and_per_day(web, project, grown, django_capt
     assert 'id="per-day-data"' in html and 'data-testid="by-trigger"' in html
 
 
-def test_retention_distribution_counts_every_scored_run_and_recall_is_not_measured(web, project, grown):
+def test_retention_distribution_counts_every_scored_run(web, project, grown):
     dist = O.retention_distribution(project)
     succeeded = CompactionRun.objects.filter(project=project, status="succeeded").count()
     assert dist.scored + dist.not_scored == succeeded
     assert sum(n for _label, n in dist.buckets) == dist.scored
+
+
+def test_recall_is_kept_on_earlier_runs_once_the_agent_answered_and_the_overview_shows_it(web, project, grown):
+    """Each commit measures the session's earlier runs (the agent has answered after them by
+    then); the figures kept are the run page's look-ahead, computed here independently."""
+    runs = list(CompactionRun.objects.filter(session=grown, status="succeeded").order_by("pk"))
+    assert len(runs) >= 2
+    measured = [r for r in runs if "recall" in (r.result or {})]
+    assert runs[0] in measured  # the session went on past its first run: measured at a later commit
+    for run in measured:
+        expected = run_lookahead(run, run_position(run))
+        assert run.result["recall"] == {k: expected[k] for k in ("at", "needed", "kept", "recall")}
+    scores = [r.result["recall"]["recall"] for r in measured if r.result["recall"]["recall"] is not None]
+    dist = O.recall_distribution(project)
+    assert dist.measured == len(scores) and dist.measured + dist.not_measured == len(runs)
+    assert sum(n for _label, n in dist.buckets) == dist.measured
     html = web.get(reverse("pages:home")).content.decode()
-    assert "not measured" in html
+    if scores:
+        mean = sum(scores) / len(scores)
+        assert re.search(r'data-testid="recall-mean">([^<]*)<', html).group(1) == f"{mean:.0%}"
+    # the run page computes the newest run's figure when the agent has answered after it, and keeps it
+    last = runs[-1]
+    web.get(reverse("pages:run", args=[last.pk]))
+    last.refresh_from_db()
+    expected = run_lookahead(last, run_position(last))
+    assert ("recall" in last.result) == bool(expected and expected.get("at") is not None)
 
 
 def test_closest_to_threshold_ranks_by_share_of_each_sessions_trigger(web, project, small):
@@ -89,7 +114,7 @@ def test_gateway_traffic_shows_only_when_the_gateway_saw_sessions(web, project, 
 
 WIDGETS = {
     "savings": (O.savings, 1), "runs_per_day": (O.runs_per_day, 1), "by_trigger": (O.runs_by_trigger_and_status, 1),
-    "retention": (O.retention_distribution, 1), "closest": (O.closest_to_threshold, 3),
+    "retention": (O.retention_distribution, 1), "recall": (O.recall_distribution, 1), "closest": (O.closest_to_threshold, 3),
     "expensive": (O.most_expensive, 2), "gateway": (O.gateway_traffic, 1),
 }
 

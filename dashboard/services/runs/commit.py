@@ -25,6 +25,7 @@ from ...models import (
     TriggerKind,
     Unsuccessful,
 )
+from .. import run_recall
 from ..archive import BufferedArchive
 from ..branches import BranchOutcome
 from ..common import add_totals, empty_totals, now, with_total
@@ -85,6 +86,9 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outco
         enqueue_next(session.pk, locked.pk)
         if appended:
             _follow_up(session)
+        # the agent has answered after the session's earlier runs by now: keep their recall
+        session_id, run_id = session.pk, locked.pk
+        transaction.on_commit(lambda: run_recall.measure_quietly(session_id, run_id))
     return "succeeded"
 
 
