@@ -56,6 +56,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
     own changes to the session's policy, see ``compact``)."""
     started = time.perf_counter()
     up = upstream.resolve(body.model)
+    upstream.refuse_remote_images(up, body.messages)
     upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:

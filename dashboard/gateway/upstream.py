@@ -64,6 +64,27 @@ def resolve(model: str) -> Upstream:
     raise GatewayError(400, _how_to_map(model), param="model", code="model_not_found")
 
 
+def refuse_remote_images(up: Upstream, messages: list[dict[str, Any]]) -> None:
+    """An image given by URL goes to an OpenAI-compatible upstream as the URL (the provider
+    fetches it). For other providers litellm downloads it first, from the gateway's own
+    network, at an address the client chose: refused (a 400 naming the part), before
+    anything is stored. An inline ``data:`` image is always fine."""
+    if up.model.startswith("openai/"):
+        return
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, dict) or part.get("type") != "image_url":
+                continue
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if isinstance(url, str) and not url.startswith("data:"):
+                where = f"messages[{i}].content[{j}].image_url"
+                raise GatewayError(400, f"{where}: {up.via} is not OpenAI-compatible, so the gateway would download "
+                                        f"this image itself from an address the request chose; send it inline as a "
+                                        f"data: URL", param=where)
+
+
 def check_window(model: str, policy_window: int | None) -> None:
     """A model whose window nobody knows cannot be kept under it: refuse, saying how to fix."""
     if policy_window or model_window(model):

@@ -15,7 +15,7 @@ from dashboard.gateway.wire import broken_pair
 from dashboard.models import CompactionRun, GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
-from tests.support.llm_server import error, ok, slow, tool_call
+from tests.support.llm_server import ScriptedLLMServer, error, ok, slow, tool_call
 
 WINDOW = 6000
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
@@ -285,6 +285,32 @@ def test_a_prefixed_model_goes_through_the_operators_connection_with_its_key(gat
     req = llm_server.requests[-1]
     assert req.model == "gpt-4o-mini"
     assert req.headers["authorization"] == "Bearer test-key"  # CS_TEST_LLM_KEY of the "scripted" connection
+
+
+def test_an_image_url_is_not_fetched_by_the_gateway_for_a_provider_litellm_would_download_it_for(
+        gateway, project, llm_server, settings):
+    """litellm downloads image URLs itself for providers such as Anthropic: the gateway would
+    fetch an address the client chose from inside the operator's network. Refused, with
+    nothing fetched or stored; an OpenAI-compatible upstream gets the URL as it is."""
+    settings.COMPACTION_CONNECTIONS = [*settings.COMPACTION_CONNECTIONS, {
+        "name": "claude", "models": ["anthropic/*"], "api_base": llm_server.api_base,
+        "api_key_env": "CS_TEST_LLM_KEY", "allow_private_network": True}]
+    with ScriptedLLMServer() as internal_host:
+        url = internal_host.api_base + "/secret.png"
+        message = {"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                               {"type": "image_url", "image_url": {"url": url}}]}
+        oai = sdk(gateway, project.test_key)
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.chat.completions.create(model="anthropic/claude-sonnet-4-5", messages=[message])
+        assert refused.value.body["param"] == "messages[0].content[1].image_url"
+        assert "data: URL" in refused.value.message
+        assert not internal_host.requests and not llm_server.requests
+        assert not Session.objects.exists()
+        # the default OpenAI-compatible upstream receives the URL untouched (its provider fetches it)
+        llm_server.script(ok("a picture"))
+        oai.chat.completions.create(model="gpt-4o", messages=[message])
+        assert llm_server.requests[-1].messages[-1]["content"][1]["image_url"]["url"] == url
+        assert not internal_host.requests
 
 
 # -- the README's promise -----------------------------------------------------------------------
