@@ -22,13 +22,9 @@ def serious(page) -> list[str]:
     return out
 
 
-def test_no_serious_or_critical_violations(page, signed_in, console, project):
-    s = factories.grow(project, factories.agent_messages(30, tag="y"), title="Accessible session")
-    run = CompactionRun.objects.filter(session=s, status="succeeded").order_by("-id").first()
-    entry = StoredArchiveEntry.objects.filter(run=run).first()
-    paths = ["/", "/sessions/", "/runs/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
-             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/",
-             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}&q=module&hit=0"]  # search hits marked
+def in_both_themes(page, signed_in, paths: list[str], tuning_ready: str) -> dict[str, list[str]]:
+    """Serious or critical violations of each page in the light and the dark theme, keyed
+    "<theme> <path>" (a tuning page is checked once ``tuning_ready`` is on it)."""
     found = {}
     for theme in ("light", "dark"):
         for path in paths:
@@ -36,12 +32,23 @@ def test_no_serious_or_critical_violations(page, signed_in, console, project):
             page.evaluate(f"localStorage.setItem('cs-theme', '{theme}')")
             page.reload()
             if "tuning" in path:
-                page.wait_for_selector('[data-testid="preview-result"]')
+                page.wait_for_selector(tuning_ready)
             settle(page)
             problems = serious(page)
             if problems:
                 found[f"{theme} {path}"] = problems
     page.evaluate("localStorage.removeItem('cs-theme')")
+    return found
+
+
+def test_no_serious_or_critical_violations(page, signed_in, console, project):
+    s = factories.grow(project, factories.agent_messages(30, tag="y"), title="Accessible session")
+    run = CompactionRun.objects.filter(session=s, status="succeeded").order_by("-id").first()
+    entry = StoredArchiveEntry.objects.filter(run=run).first()
+    paths = ["/", "/sessions/", "/runs/", f"/sessions/{s.pk}/", f"/runs/{run.pk}/", f"/runs/{run.pk}/before-after/",
+             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}", f"/sessions/{s.pk}/tuning/",
+             f"/sessions/{s.pk}/archive/?entry={entry.entry_id}&q=module&hit=0"]  # search hits marked
+    found = in_both_themes(page, signed_in, paths, tuning_ready='[data-testid="preview-result"]')
     assert found == {}, "\n".join(f"{k}: {p}" for k, ps in found.items() for p in ps)
     console.assert_clean()
 
@@ -60,18 +67,7 @@ def test_a_finished_sweep_and_markdown_content_have_no_serious_violations(page, 
                                      {"type": "image_url", "image_url": {"url": png(40, 30)}}]},
         {"role": "assistant", "content": "## Plan\n\n- [docs](https://example.com)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
                                          "```\ncode\n```"}], title="Markdown")
-    found = {}
-    for theme in ("light", "dark"):
-        for path in (f"/sessions/{s.pk}/tuning/", f"/sessions/{md.pk}/?start=0"):
-            page.goto(signed_in(path))
-            page.evaluate(f"localStorage.setItem('cs-theme', '{theme}')")
-            page.reload()
-            if "tuning" in path:
-                page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]')
-            settle(page)
-            problems = serious(page)
-            if problems:
-                found[f"{theme} {path}"] = problems
-    page.evaluate("localStorage.removeItem('cs-theme')")
+    found = in_both_themes(page, signed_in, [f"/sessions/{s.pk}/tuning/", f"/sessions/{md.pk}/?start=0"],
+                           tuning_ready='[data-sweep-chart][data-chart-ready="true"]')
     assert found == {}, "\n".join(f"{k}: {p}" for k, ps in found.items() for p in ps)
     console.assert_clean()
