@@ -1,6 +1,7 @@
 """Helpers shared by the page views."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, overload
 
 from django.http import HttpRequest, HttpResponse
@@ -10,6 +11,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from ..models import Project, ProjectRole
 from ..selectors.access import role_in
 from ..selectors.layout import pick_project, project_choices
+from ..selectors.list_filters import ListFilters, filter_choices, parse_filters
+from ..services import ServiceError
 
 PROJECT_KEY = "project_id"
 
@@ -35,6 +38,23 @@ def page(request: HttpRequest, template: str, context: dict[str, Any], *, projec
     ctx = {"projects": projects, "current_project": current, "project_role": role,
            "can_edit": role == ProjectRole.OWNER, **context}
     return render(request, template, ctx, status=status)
+
+
+def list_context(request: HttpRequest, project: Project | None, sorts: tuple[str, ...], default_sort: str,
+                 read_page: Callable[..., Any]) -> dict[str, Any]:
+    """What a filtered, cursor-paged list (sessions, runs) shows: the filters in the URL, one
+    page read by ``read_page(project, filters, cursor=, prev=)``, the filter menus' choices. A
+    cursor edited by hand shows the first page and says so."""
+    filters: ListFilters = parse_filters(request.GET, sorts, default_sort)
+    error = listing = None
+    if project is not None:
+        try:
+            listing = read_page(project, filters, cursor=request.GET.get("cursor"), prev=request.GET.get("prev"))
+        except ServiceError as exc:
+            error = str(exc)
+            listing = read_page(project, filters)
+    choices = filter_choices(project) if project is not None else {}
+    return {"filters": filters, "listing": listing, "list_error": error, "choices": choices}
 
 
 @overload

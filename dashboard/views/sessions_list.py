@@ -16,14 +16,21 @@ from compaction.formats import FORMATS
 from ..models import Project
 from ..selectors.access import can_edit, check_access, project_for
 from ..selectors.api_keys import api_base
-from ..selectors.list_filters import filter_choices, parse_filters
 from ..selectors.sessions_list import DEFAULT_SORT, SORT_NAMES, sessions_page
 from ..services import ServiceError
 from ..services.projects import create_project_for
 from ..services.samples import load_samples as load_sample_sessions
 from ..services.session_delete import delete_sessions, parse_ids, plan_delete
 from ..services.uploads import import_uploads
-from ._common import PROJECT_KEY, current_project, htmx_target, is_htmx, page, safe_next
+from ._common import (
+    PROJECT_KEY,
+    current_project,
+    htmx_target,
+    is_htmx,
+    list_context,
+    page,
+    safe_next,
+)
 
 FORMAT_LABELS = {
     "": "Detect automatically",
@@ -35,18 +42,9 @@ FORMAT_LABELS = {
 
 
 def _list_context(request: HttpRequest, project: Project | None) -> dict[str, Any]:
-    filters = parse_filters(request.GET, SORT_NAMES, DEFAULT_SORT)
-    error = listing = None
-    if project is not None:
-        try:
-            listing = sessions_page(project, filters, cursor=request.GET.get("cursor"), prev=request.GET.get("prev"))
-        except ServiceError as exc:  # a cursor edited by hand: show the first page and say so
-            error = str(exc)
-            listing = sessions_page(project, filters)
-    choices = filter_choices(project) if project is not None else {}
     # api_base: the curl snippet of an empty project's first steps
-    return {"filters": filters, "listing": listing, "list_error": error, "choices": choices,
-            "api_base": api_base(request), "can_edit": project is not None and can_edit(request.user, project.pk)}
+    return {**list_context(request, project, SORT_NAMES, DEFAULT_SORT, sessions_page), "api_base": api_base(request),
+            "can_edit": project is not None and can_edit(request.user, project.pk)}
 
 
 def _upload_context(**extra: Any) -> dict[str, Any]:
