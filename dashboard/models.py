@@ -694,13 +694,23 @@ class GatewaySession(models.Model):
     can share one identity: a client that edits or truncates its history gets a new session
     (``forked_from`` the one it diverged from) instead of a rewrite of the stored one.
     ``chain`` is a running digest over the wire form of the ``stored_count`` messages the
-    gateway stored, so a request is checked against the stored history without reading it."""
+    gateway stored, so a request is checked against the stored history without reading it.
+
+    ``raw_*`` remember the last request's message list as the client sent it: the first
+    ``raw_count`` messages, ``raw_length`` characters of the JSON array from its ``[``, had the
+    SHA-256 ``raw_digest`` and the running digest ``raw_chain``. A client resends its history
+    byte for byte, so a request whose array starts with the same text continues that history
+    without re-validating or re-digesting those messages (see ``gateway.identity``)."""
 
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="gateway")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="gateway_sessions")
     identity = models.CharField(max_length=600)
     stored_count = models.PositiveIntegerField(default=0)
     chain = models.CharField(max_length=64)
+    raw_count = models.PositiveIntegerField(default=0)
+    raw_length = models.PositiveBigIntegerField(default=0)
+    raw_digest = models.CharField(max_length=64, blank=True, default="")
+    raw_chain = models.CharField(max_length=64, blank=True, default="")
     forked_from = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

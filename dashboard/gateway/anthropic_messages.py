@@ -157,7 +157,7 @@ def answer(project: Project, req: MessagesRequest, session_header: str | None) -
     """Run the request; a GatewayError before anything is sent (the view shapes it)."""
     base, _row = project_policy(project)
     overrides = check_against(req.edits, base)
-    prep = chat.prepare(project, req.chat, session_header, overrides or None)
+    prep = chat.prepare(project, req.chat, session_header, overrides or None, endpoint="messages")
     leading = _leading(prep, req.edits)
     model = req.chat.model
     if leading and req.edits.pause_after_compaction and prep.run is not None:

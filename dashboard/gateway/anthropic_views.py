@@ -33,7 +33,7 @@ def _project(request: HttpRequest) -> Project:
     if found is None:
         raise GatewayError(401, "invalid x-api-key: give a project API key as the Anthropic client's api_key "
                                 "(x-api-key header) or as a bearer token")
-    project = Project.objects.filter(pk=found.pk).first()
+    project = Project.objects.select_related("active_policy").filter(pk=found.pk).first()
     if project is None:
         raise GatewayError(401, "the project of this API key no longer exists")
     return project

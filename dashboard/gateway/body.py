@@ -7,8 +7,11 @@ answer are forwarded upstream (:data:`FORWARDED`); ``metadata`` and ``stream_opt
 the gateway's to read."""
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
+from json.decoder import scanstring  # type: ignore[attr-defined]  # the C string scanner json.loads uses
 from typing import Any
 
 from compaction.errors import SessionValidationError
@@ -27,6 +30,38 @@ READ_HERE = frozenset({"model", "messages", "stream", "stream_options", "tools",
 KNOWN = FORWARDED | READ_HERE
 
 
+class RawMessages:
+    """Where the body's ``messages`` array lies in the body's text: ``text[start]`` is its
+    ``[`` and its last element ends just before ``text[end]``. Digests of the array's text
+    from the ``[`` are SHA-256 of its UTF-8 bytes, taken in one pass however many are asked."""
+
+    def __init__(self, text: str, start: int, end: int, ascii_bytes: bytes | None):
+        self.text, self.start, self.end = text, start, end
+        self._bytes = memoryview(ascii_bytes) if ascii_bytes is not None else None
+        self._hasher = hashlib.sha256()
+        self._hashed = start  # text[start:_hashed] is in the hasher
+
+    @property
+    def length(self) -> int:
+        """Characters from the ``[`` through the end of the last element."""
+        return self.end - self.start
+
+    def digest(self, length: int) -> str | None:
+        """Digest of the first ``length`` characters from the ``[`` (None past the last element
+        or before a digest already taken). Equal to a digest taken at an element boundary of
+        an earlier request, it is that boundary here too: the elements are JSON objects,
+        whose text ends where they end, whatever follows."""
+        stop = self.start + length
+        if not self.start < stop <= self.end or stop < self._hashed:
+            return None
+        if stop > self._hashed:
+            chunk = (self._bytes[self._hashed:stop] if self._bytes is not None
+                     else self.text[self._hashed:stop].encode("utf-8", "surrogatepass"))
+            self._hasher.update(chunk)
+            self._hashed = stop
+        return self._hasher.copy().hexdigest()
+
+
 @dataclass
 class ChatBody:
     model: str
@@ -37,6 +72,14 @@ class ChatBody:
     metadata: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     user: str | None = None
+    raw: RawMessages | None = None
+    # messages[:checked] are validated (nulls dropped); a lazily parsed body checks the rest
+    # only once it knows which of them a stored history already vouches for (check_messages).
+    checked: int = -1
+
+    def __post_init__(self) -> None:
+        if self.checked < 0:
+            self.checked = len(self.messages)
 
 
 def _drop_nulls(raw: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +102,61 @@ def json_object(data: bytes) -> dict[str, Any]:
     return body
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _expect(text: str, i: int, what: str) -> None:
+    if text[i:i + 1] != what:
+        raise json.JSONDecodeError(f"Expecting {what!r}", text, i)
+
+
+def _walk(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
+    """``json.loads(data)`` for a body that is an object, plus where its ``messages`` array
+    lies. Every value is decoded by the C scanner json.loads uses; only the top level is
+    stepped through here."""
+    text = data.decode("utf-8")
+    i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    _expect(text, i, "{")
+    obj: dict[str, Any] = {}
+    raw: RawMessages | None = None
+    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    if text[i:i + 1] == "}":
+        return obj, None
+    while True:
+        _expect(text, i, '"')
+        key, i = scanstring(text, i + 1)
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        _expect(text, i, ":")
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        start = i
+        obj[key], i = _DECODER.raw_decode(text, i)
+        if key == "messages":
+            raw = None
+            if isinstance(obj[key], list) and obj[key]:
+                last = i - 1  # the array's "]"; its last element ends before the whitespace ahead of it
+                while text[last - 1] in " \t\n\r":
+                    last -= 1
+                raw = RawMessages(text, start, last, data if len(data) == len(text) else None)
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        if text[i:i + 1] == "}":
+            break
+        _expect(text, i, ",")
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    if _WS.match(text, i + 1).end() != len(text):  # type: ignore[union-attr]
+        raise json.JSONDecodeError("Extra data", text, i + 1)
+    return obj, raw
+
+
+def json_object_with_spans(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
+    """The body as a JSON object and, when it is plain UTF-8 JSON, where its messages lie;
+    anything the walk does not take goes through ``json_object`` (the same errors as before)."""
+    try:
+        return _walk(data)
+    except (ValueError, RecursionError, IndexError):
+        return json_object(data), None
+
+
 def model_name(body: dict[str, Any]) -> str:
     """The body's ``model``, checked (a 400 naming it otherwise) and stripped."""
     model = body.get("model")
@@ -69,18 +167,13 @@ def model_name(body: dict[str, Any]) -> str:
     return model.strip()
 
 
-def parse(data: bytes) -> ChatBody:
-    """The checked body; a GatewayError (400) naming the field otherwise."""
-    body = json_object(data)
-    unknown = sorted(set(body) - KNOWN)
-    if unknown:
-        raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
-    model = model_name(body)
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise bad_request("messages: give a non-empty list of messages", param="messages")
-    cleaned = []
-    for i, raw in enumerate(messages):
+def check_messages(body: ChatBody, first: int = 0, stop: int | None = None) -> None:
+    """Validate ``body.messages[first:stop]`` in place (nulls dropped); a 400 naming the first
+    bad message and field. Messages outside the range are the caller's to vouch for."""
+    messages = body.messages
+    stop = len(messages) if stop is None else min(stop, len(messages))
+    for i in range(max(first, 0), stop):
+        raw = messages[i]
         if isinstance(raw, dict):
             raw = _drop_nulls(raw)
         try:
@@ -88,7 +181,23 @@ def parse(data: bytes) -> ChatBody:
         except SessionValidationError as exc:
             where = f"messages[{i}]" + (f".{exc.field}" if exc.field else "")
             raise bad_request(f"{where}: {str(exc).split(': ', 1)[-1]}", param=where) from None
-        cleaned.append(raw)
+        messages[i] = raw
+    if first <= body.checked:
+        body.checked = max(body.checked, stop)
+
+
+def parse(data: bytes, *, lazy: bool = False) -> ChatBody:
+    """The checked body; a GatewayError (400) naming the field otherwise. ``lazy``: every field
+    but the messages themselves is checked now, the messages by ``check_messages`` later (the
+    gateway first looks for a stored history that already vouches for most of them)."""
+    body, raw = json_object_with_spans(data)
+    unknown = sorted(set(body) - KNOWN)
+    if unknown:
+        raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
+    model = model_name(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise bad_request("messages: give a non-empty list of messages", param="messages")
     n = body.get("n", 1)
     if n is not None and n != 1:
         raise bad_request("n: only n=1 is served", param="n")
@@ -110,6 +219,9 @@ def parse(data: bytes) -> ChatBody:
     if user is not None and not isinstance(user, str):
         raise bad_request("user: give a string", param="user")
     params = {k: v for k, v in body.items() if k in FORWARDED and v is not None}
-    return ChatBody(model=model, messages=cleaned, stream=bool(stream),
-                    include_usage=bool((options or {}).get("include_usage")), tools=tools,
-                    metadata=metadata, params=params, user=user)
+    out = ChatBody(model=model, messages=list(messages), stream=bool(stream),
+                   include_usage=bool((options or {}).get("include_usage")), tools=tools,
+                   metadata=metadata, params=params, user=user, raw=raw, checked=0)
+    if not lazy:
+        check_messages(out)
+    return out

@@ -5,7 +5,6 @@ The client's messages are stored before anything is forwarded, so an upstream fa
 none of them (the client's retry then adds nothing new and is forwarded again)."""
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,7 +13,6 @@ from typing import Any
 from compaction import Policy
 
 from ..models import CompactionRun, Project, Session
-from ..selectors.sessions import context_json
 from ..services.gateway_calls import record_quietly
 from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
@@ -22,7 +20,7 @@ from .body import ChatBody
 from .compact import before_call
 from .errors import GatewayError
 from .identity import Placement, place, store_reply
-from .wire import broken_pair, wire_form
+from .live import forwarded
 
 
 @dataclass
@@ -32,14 +30,15 @@ class Prepared:
     placement: Placement
     session: Session
     run: CompactionRun | None
-    messages: list[dict[str, Any]]
+    messages_text: str  # the live context's wire list, as the JSON text sent upstream
     headers: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    endpoint: str = "chat/completions"
 
     def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None) -> None:
         """The call's ``GatewayCall`` row: our estimate of what was sent beside the provider's usage."""
         elapsed = time.perf_counter() - self.started
-        record_quietly(self.session.pk, endpoint="chat/completions", model=self.body.model, status_code=status,
+        record_quietly(self.session.pk, endpoint=self.endpoint, model=self.body.model, status_code=status,
                        run=self.run, estimated_prompt_tokens=self.session.context_total, usage=usage,
                        upstream_ms=upstream_s * 1000 if upstream_s is not None else None,
                        overhead_ms=(elapsed - (upstream_s or 0.0)) * 1000)
@@ -51,30 +50,32 @@ def policy_for(project: Project, model: str) -> Policy:
 
 
 def prepare(project: Project, body: ChatBody, session_header: str | None,
-            overrides: dict[str, Any] | None = None) -> Prepared:
+            overrides: dict[str, Any] | None = None, endpoint: str = "chat/completions") -> Prepared:
     """Store the request's new messages and compact when due (``overrides``: the request's
-    own changes to the session's policy, see ``compact``)."""
+    own changes to the session's policy, see ``compact``; ``endpoint``: the label of the
+    call's row)."""
     started = time.perf_counter()
     up = upstream.resolve(body.model)
     upstream.refuse_remote_images(up, body.messages)
     upstream.check_window(body.model, policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:
-        session, run = before_call(placement.session, overrides)
+        session, run = before_call(placement.session, overrides, placement.policy)
     except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
-        Prepared(body, up, placement, placement.session, None, [], started=started).record(exc.status)
+        Prepared(body, up, placement, placement.session, None, "[]", started=started,
+                 endpoint=endpoint).record(exc.status)
         raise
-    # The live context is the stored texts plus the tail rows appended since (one read, so a
-    # commit in between cannot tear it): the texts alone would miss the newest messages.
-    live = context_json(project.pk, session.pk)
+    # The live context is the stored texts plus the tail rows appended since (read in one
+    # statement, so a commit in between cannot tear it): the texts alone would miss the
+    # newest messages.
+    live = forwarded(session.pk)
     if live is None:
         raise GatewayError(500, f"session {session.pk} has no live context", type="server_error")
-    messages = [wire_form(raw) for raw in json.loads(live.body)["messages"]]
-    broken = broken_pair(messages)
-    if broken:
-        refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair ({broken}); "
-                                    f"the client's messages are stored in session {session.pk}", type="server_error")
-        Prepared(body, up, placement, session, run, messages, started=started).record(refusal.status)
+    if live.broken:
+        refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair "
+                                    f"({live.broken}); the client's messages are stored in session {session.pk}",
+                               type="server_error")
+        Prepared(body, up, placement, session, run, live.text, started=started, endpoint=endpoint).record(refusal.status)
         raise refusal
     headers = {"X-Compaction-Session": str(session.pk), "X-Context-Tokens": str(session.context_total)}
     if run is not None:
@@ -83,7 +84,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         headers["X-Compaction-Forked-From"] = str(placement.forked_from)
         headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} (an "
                                           f"earlier message was edited or removed); it started session {session.pk}")
-    return Prepared(body, up, placement, session, run, messages, headers, started)
+    return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint)
 
 
 def _reply(message: Any) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def complete(prep: Prepared) -> dict[str, Any]:
     """Non-streaming: the completion object, after the reply is stored."""
     sent = time.perf_counter()
     try:
-        response = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=False)
+        response = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=False)
         if not getattr(response, "choices", None):
             raise GatewayError(502, "the upstream answered without a choice", type="server_error")
     except GatewayError as exc:
@@ -126,8 +127,8 @@ def complete(prep: Prepared) -> dict[str, Any]:
     choice = response.choices[0]
     reply = _reply(choice.message)
     usage = _usage(getattr(response, "usage", None))
-    store_reply(prep.placement.gateway.pk, _stored(reply, usage))
-    prep.record(200, usage, upstream_s)
+    store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
+                then=lambda: prep.record(200, usage, upstream_s))
     message = dict(reply, refusal=None)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
@@ -143,7 +144,7 @@ def stream(prep: Prepared) -> Iterator[dict[str, Any]]:
     it, it ends the stream with an error event."""
     sent = time.perf_counter()
     try:
-        chunks = upstream.call(prep.up, prep.messages, prep.body.tools, prep.body.params, stream=True)
+        chunks = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=True)
     except GatewayError as exc:
         prep.record(exc.status, upstream_s=time.perf_counter() - sent)
         raise
@@ -206,8 +207,8 @@ def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]
         reply["tool_calls"] = [calls[i] for i in sorted(calls)]
     if reply["content"] is None and not calls:
         reply["content"] = ""
-    store_reply(prep.placement.gateway.pk, _stored(reply, usage))
-    prep.record(200, usage, upstream_s)
+    store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
+                then=lambda: prep.record(200, usage, upstream_s))
     if finish is None:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
                "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}

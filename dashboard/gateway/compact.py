@@ -28,20 +28,18 @@ from ..services.triggers import check_trigger, clearing_due, trigger_state
 from .errors import GatewayError
 
 
-def _policy(session: Session, overrides: dict[str, Any] | None) -> Policy:
-    policy, _row = effective_policy(session)
+def _policy(session: Session, overrides: dict[str, Any] | None, known: Policy | None = None) -> Policy:
+    policy = known if known is not None else effective_policy(session)[0]
     return policy.with_overrides(overrides) if overrides else policy
 
 
-def _usable(session: Session, overrides: dict[str, Any] | None = None) -> int:
-    policy = _policy(session, overrides)
+def _usable(policy: Policy) -> int:
     window, _src = resolve_window(policy)
     return usable_window(window, policy.reserved_output_tokens)
 
 
-def _due(session: Session, overrides: dict[str, Any] | None = None) -> tuple[str | None, bool]:
+def _due(session: Session, policy: Policy) -> tuple[str | None, bool]:
     """(why a compaction is due or None, whether it must be forced: over the window)."""
-    policy = _policy(session, overrides)
     window, _src = resolve_window(policy)
     usable = usable_window(window, policy.reserved_output_tokens)
     if session.context_total > usable:
@@ -63,13 +61,16 @@ def _wait(run_id: int) -> None:
         time.sleep(0.05)
 
 
-def before_call(session: Session, overrides: dict[str, Any] | None = None) -> tuple[Session, CompactionRun | None]:
+def before_call(session: Session, overrides: dict[str, Any] | None = None,
+                policy: Policy | None = None) -> tuple[Session, CompactionRun | None]:
     """Compact when due; returns the session as it now is and the run that changed or tried
     to change it (None when nothing ran or the run found nothing to do). Raises GatewayError
-    when the context still does not fit the window."""
+    when the context still does not fit the window. ``policy``: the session's effective
+    policy when the caller has read it (the request's overrides are applied here)."""
     ran: CompactionRun | None = None
+    effective = _policy(session, overrides, policy)
     for _attempt in range(2):
-        why, force = _due(session, overrides)
+        why, force = _due(session, effective)
         if why is None or (_attempt and not force):
             # A second run only when the first compacted an older snapshot (a run another
             # worker was executing) and the context is still over the window.
@@ -84,7 +85,7 @@ def before_call(session: Session, overrides: dict[str, Any] | None = None) -> tu
         session = Session.objects.get(pk=session.pk)
         if run.status != RunStatus.SKIPPED:
             ran = run
-    usable = _usable(session, overrides)
+    usable = _usable(effective)
     if session.context_total > usable:
         raise GatewayError(400, f"the context is {session.context_total} tokens after compaction, over the "
                                 f"model's usable window of {usable} tokens; the project's policy cannot bring it "

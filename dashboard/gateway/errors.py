@@ -38,3 +38,21 @@ class GatewayError(Exception):
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:
     return GatewayError(400, message, param=param, code=code)
+
+
+def upstream_failure(status: int | None, message: str, *, body: dict[str, Any] | None = None,
+                     retry_after: str | None = None, timeout: bool = False) -> GatewayError:
+    """An upstream's failure as the client's SDK expects it: the same status and error object;
+    a timeout is 504; no status (unreachable, broken answer) is 502; the upstream refusing the
+    operator's key is 502 too (a 401 would tell the client its own project key is wrong)."""
+    headers = {"Retry-After": str(retry_after)} if retry_after else {}
+    if timeout or status == 408:
+        return GatewayError(504, f"the upstream did not answer in time: {message}", type="timeout", headers=headers)
+    if status is None or status < 400:
+        return GatewayError(502, f"the upstream could not be reached: {message}", type="server_error",
+                            headers=headers)
+    if status in (401, 403):
+        return GatewayError(502, f"the upstream refused the gateway's credentials (the operator's key): {message}",
+                            type="server_error", headers=headers)
+    kind = "rate_limit_error" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
+    return GatewayError(status, message, type=kind, headers=headers, body=body)

@@ -1,4 +1,5 @@
-"""Where a model name goes, and the call through litellm.
+"""Where a model name goes, and the call: posted directly to an OpenAI-compatible server
+(``relay``), through litellm to any other provider.
 
 Two kinds of upstream, both the operator's:
 
@@ -12,6 +13,7 @@ variable); the project key the client authenticated with is never forwarded, nor
 the client's headers."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,8 @@ from compaction import _env
 from compaction.windows import model_window
 
 from ..services import connections
-from .errors import GatewayError
+from . import relay
+from .errors import GatewayError, upstream_failure
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,29 @@ def check_window(model: str, policy_window: int | None) -> None:
                        param="model", code="unknown_window")
 
 
-def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any],
+def relayed(up: Upstream) -> bool:
+    """Whether ``up`` is an OpenAI-compatible server the gateway posts to itself (``relay``)."""
+    return up.model.startswith("openai/") and bool(up.api_base)
+
+
+def call(up: Upstream, messages_text: str, tools: list[dict[str, Any]], params: dict[str, Any],
          stream: bool) -> Any:
-    """One litellm.completion call (no retries of its own: the client's SDK decides)."""
+    """One call upstream (no retries of its own: the client's SDK decides), with the messages
+    as the text of their JSON array: posted as they are to an OpenAI-compatible server
+    (``relay``), else through litellm, which translates them for the provider."""
+    if relayed(up):
+        fields: dict[str, Any] = dict(params)
+        if tools:
+            fields["tools"] = tools
+        if stream:
+            fields.update(stream=True, stream_options={"include_usage": True})
+        data = relay.body(up.model.removeprefix("openai/"), messages_text, fields)
+        key = up.api_key or connections.NO_KEY
+        if stream:
+            return relay.stream(up.api_base or "", key, settings.GATEWAY_TIMEOUT, data)
+        return relay.complete(up.api_base or "", key, settings.GATEWAY_TIMEOUT, data)
     litellm = _env.litellm()
-    kwargs: dict[str, Any] = dict(params, model=up.model, messages=messages, stream=stream,
+    kwargs: dict[str, Any] = dict(params, model=up.model, messages=json.loads(messages_text), stream=stream,
                                   timeout=settings.GATEWAY_TIMEOUT, num_retries=0, max_retries=0)
     if tools:
         kwargs["tools"] = tools
@@ -111,10 +132,6 @@ def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any
         kwargs["api_key"] = up.api_key
     if stream:
         kwargs["stream_options"] = {"include_usage": True}
-    if up.model.startswith("openai/") and up.api_base:
-        from . import openai_passthrough  # noqa: PLC0415 - imports the OpenAI SDK, only once a call is made
-        kwargs["client"] = openai_passthrough.client(up.api_base, up.api_key or connections.NO_KEY,
-                                                     settings.GATEWAY_TIMEOUT)
     try:
         return litellm.completion(**kwargs)
     except Exception as exc:  # noqa: BLE001 - every upstream failure becomes an OpenAI error object
@@ -122,29 +139,15 @@ def call(up: Upstream, messages: list[dict[str, Any]], tools: list[dict[str, Any
 
 
 def upstream_error(exc: Exception) -> GatewayError:
-    """The upstream's failure as the client's SDK expects it: same status and error object;
-    a timeout is 504; the upstream refusing the operator's key is 502 (a 401 would tell the
-    client its own project key is wrong)."""
+    """A litellm exception as ``errors.upstream_failure`` shapes it (litellm keeps the
+    upstream's error object in ``body`` and its headers apart)."""
     status = getattr(exc, "status_code", None)
-    headers: dict[str, str] = {}
-    # litellm keeps the upstream's error object in ``body`` and its headers apart.
     body = getattr(exc, "body", None)
     if not (isinstance(body, dict) and isinstance(body.get("message"), str)):
         body = None
     upstream_headers = getattr(exc, "litellm_response_headers", None)
-    if upstream_headers is not None:
-        retry_after = upstream_headers.get("retry-after")
-        if retry_after:
-            headers["Retry-After"] = str(retry_after)
+    retry_after = upstream_headers.get("retry-after") if upstream_headers is not None else None
     message = str(getattr(exc, "message", None) or exc)
-    name = type(exc).__name__
-    if name in ("Timeout", "APITimeoutError") or status == 408:
-        return GatewayError(504, f"the upstream did not answer in time: {message}", type="timeout", headers=headers)
-    if not isinstance(status, int) or status < 400:
-        return GatewayError(502, f"the upstream could not be reached: {message}", type="server_error",
-                            headers=headers)
-    if status in (401, 403):
-        return GatewayError(502, f"the upstream refused the gateway's credentials (the operator's key): {message}",
-                            type="server_error", headers=headers)
-    kind = "rate_limit_error" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
-    return GatewayError(status, message, type=kind, headers=headers, body=body)
+    timeout = type(exc).__name__ in ("Timeout", "APITimeoutError")
+    return upstream_failure(status if isinstance(status, int) else None, message, body=body,
+                            retry_after=retry_after, timeout=timeout)

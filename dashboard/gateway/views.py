@@ -29,7 +29,7 @@ def _project(request: HttpRequest) -> Project:
         raise GatewayError(401, "Incorrect API key provided: give a project API key as the bearer token "
                                 "(the OpenAI client's api_key)", code="invalid_api_key",
                            headers={"WWW-Authenticate": 'Bearer realm="api"'})
-    project = Project.objects.filter(pk=found.pk).first()
+    project = Project.objects.select_related("active_policy").filter(pk=found.pk).first()
     if project is None:
         raise GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key")
     return project
@@ -57,7 +57,7 @@ def _sse(prep: chat.Prepared, first: dict[str, Any] | None, rest: Iterator[dict[
 def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     try:
         project = _project(request)
-        body = parse(request.body)
+        body = parse(request.body, lazy=True)
         prep = chat.prepare(project, body, request.headers.get("X-Session-Id"))
         if not body.stream:
             response: HttpResponse | StreamingHttpResponse = HttpResponse(

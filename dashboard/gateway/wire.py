@@ -67,31 +67,42 @@ def extend_chain(chain: str, raws: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def lead_length(raws: list[Any]) -> int:
+    """How many messages the leading digest covers: the leading system/developer messages
+    and the first message after them."""
+    for i, raw in enumerate(raws):
+        if not isinstance(raw, dict) or raw.get("role") not in ("system", "developer"):
+            return i + 1
+    return len(raws)
+
+
 def leading_digest(raws: list[dict[str, Any]]) -> str:
     """Digest of the leading system/developer messages and the first user message: what
     stays the same while an agent's conversation grows."""
-    lead: list[dict[str, Any]] = []
-    for raw in raws:
-        lead.append(raw)
-        if raw.get("role") not in ("system", "developer"):
-            break
+    lead = raws[:lead_length(raws)]
     return hashlib.sha256("".join(digest(r) for r in lead).encode("ascii")).hexdigest()
 
 
 def broken_pair(raws: list[dict[str, Any]]) -> str | None:
     """Why the list would be refused upstream for its tool calls, or None: every tool result
     answers a call made before it, and every call is answered before the next non-tool message."""
-    open_calls: set[str] = set()
-    for i, raw in enumerate(raws):
+    return pair_state(raws, 0, set())[0]
+
+
+def pair_state(raws: list[dict[str, Any]], first: int, open_calls: set[str]) -> tuple[str | None, set[str]]:
+    """``broken_pair`` carried on from a list's first ``first`` messages, whose calls still
+    open are ``open_calls``: (why the whole list would be refused or None, the calls open at its end)."""
+    for i, raw in enumerate(raws, start=first):
         role = raw.get("role")
         if role == "tool":
             cid = raw.get("tool_call_id")
             if cid not in open_calls:
-                return f"message {i} answers tool call {cid!r}, which no earlier message made or which was answered"
+                return (f"message {i} answers tool call {cid!r}, which no earlier message made or which was "
+                        f"answered"), open_calls
             open_calls.discard(cid)
             continue
         if open_calls:
-            return f"message {i} follows tool calls that were not answered ({', '.join(sorted(open_calls))})"
+            return f"message {i} follows tool calls that were not answered ({', '.join(sorted(open_calls))})", open_calls
         for call in raw.get("tool_calls") or []:
             open_calls.add(call.get("id"))
-    return None
+    return None, open_calls

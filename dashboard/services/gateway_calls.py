@@ -10,6 +10,8 @@ import logging
 from decimal import Decimal
 from typing import Any
 
+from django.db import transaction
+
 from compaction import _env
 
 from ..models import CompactionRun, GatewayCall, Session
@@ -60,8 +62,10 @@ def record_call(session: Session | int, *, endpoint: str, model: str, status_cod
 
 def record_quietly(session_id: int, **fields: Any) -> None:
     """:func:`record_call` for a call that already has its answer: a failure to write the
-    record is logged and never changes what the client gets."""
+    record is logged and never changes what the client gets (nor, in a transaction, the
+    rest of it: the row is written under its own savepoint)."""
     try:
-        record_call(session_id, **fields)
+        with transaction.atomic():
+            record_call(session_id, **fields)
     except Exception:  # noqa: BLE001 - the record is bookkeeping; the client's answer stands
         log.exception("could not record the gateway call of session %s", session_id)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from compaction import Policy
 from compaction.context import render_messages
 from compaction.errors import SessionValidationError
 from compaction.formats import FORMATS, ImportedSession, convert, convert_many, detect_format
@@ -308,14 +309,16 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
 # -- append -------------------------------------------------------------------------------------
 
 def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True,
-                    filter_keys: list | None = None, pinned: set[int] | None = None) -> WriteResult:
+                    filter_keys: list | None = None, pinned: set[int] | None = None,
+                    policy: Policy | None = None) -> WriteResult:
     """Append original messages to the history and the live context.
 
     Validation (shape and tool-call pairing against the session so far) happens under the
     session lock, so concurrent appends are applied one after the other, in full or not
     at all. Tokens are counted before the lock (they depend only on the message).
     ``filter_keys``: one branch filter key (or None) per message; ``pinned``: positions (in
-    ``raws``) of messages kept through every compaction (see services.pins).
+    ``raws``) of messages kept through every compaction (see services.pins); ``policy``:
+    the session's effective policy when the caller has it already (one request, one read).
     """
     if not isinstance(raws, list) or not raws:
         raise Invalid("messages: give at least one message")
@@ -327,7 +330,8 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         except SessionValidationError as exc:
             raise ImportInvalid(SessionValidationError(str(exc).split(": ", 1)[-1], index=k, fault=exc.fault,
                                                        source=f"messages[{k}]", field=exc.field)) from None
-    policy, _row = effective_policy(session)
+    if policy is None:
+        policy, _row = effective_policy(session)
     counter = counter_for(policy)
     probe = [Message(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
     tokens = counter.count_many(probe)

@@ -14,7 +14,7 @@ import pytest
 from compaction import Policy, get_preset
 from compaction.messages import Message, Provenance
 from dashboard.gateway.anthropic_wire import to_openai_messages
-from dashboard.models import CompactionRun, GatewaySession, Session, StoredMessage
+from dashboard.models import CompactionRun, GatewayCall, GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
 from tests.service.test_gateway import Client, gateway  # noqa: F401 - the live server fixture, reused
@@ -306,6 +306,8 @@ def test_an_edited_history_forks_a_new_session_and_says_so(gateway, project, llm
     assert "edited or removed" in raw.headers["x-compaction-notice"]
     after = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
     assert after == before
+    # each call's row names the endpoint the client called
+    assert list(GatewayCall.objects.filter(session_id=sid).values_list("endpoint", flat=True)) == ["messages"] * 2
 
 
 # -- upstream failures and bad input --------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_a_context_with_a_broken_tool_pair_is_never_sent_and_the_clients_message
               .headers["x-compaction-session"])
     ctx = SessionContext.objects.get(session_id=sid)
     ctx.rendered = json.dumps(json.loads(ctx.rendered) + [{"role": "tool", "tool_call_id": "ghost", "content": "?"}])
-    ctx.save(update_fields=["rendered"])
+    ctx.save(update_fields=["rendered", "updated_at"])  # stamped, as every write of the texts is
 
     history += [{"role": "assistant", "content": "first"}, {"role": "user", "content": "my next question"}]
     with pytest.raises(openai.InternalServerError) as refused:
