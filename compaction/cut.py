@@ -24,6 +24,11 @@ from .messages import Message, Provenance
 from .policy import CutPolicy
 from .tokens import MessageTokens
 
+#: Note of a plan whose tail bounds keep no message (read by the landing step, which names
+#: its own reason when it is the one that tightened the bounds).
+NO_TAIL_NOTE = ("the kept-tail bounds allow no message (cut.keep_messages, or cut.keep_fraction of the window "
+                "in tokens; the smaller wins)")
+
 
 @dataclass
 class CutPlan:
@@ -177,7 +182,11 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
     notes = []
     if cut < target:
         notes.append("kept more than the tail bounds allow so that no tool call is separated from its results")
-    if policy.user_turn == "prefer" and boundary != "user_turn":
+    if target == n:
+        # Not a missing user turn: the bounds left no tail to start at one (keep_messages 0,
+        # or a keep_fraction budget smaller than the latest message, e.g. keep_fraction 0).
+        notes.append(NO_TAIL_NOTE + (": nothing after the head stays verbatim" if cut == n else ""))
+    elif policy.user_turn == "prefer" and boundary != "user_turn":
         notes.append("no user turn in reach; fell back to the nearest safe boundary")
     evicted = [i for i in range(head_end, cut) if i not in pinned]
     return CutPlan(head=list(range(head_end)), evicted=evicted,

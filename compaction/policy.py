@@ -49,7 +49,7 @@ class _Strict(BaseModel):
 
 class CutPolicy(_Strict):
     keep_messages: int = Field(6, ge=0, description="At most this many recent messages stay verbatim after a summary.")
-    keep_fraction: float = Field(0.25, ge=0, le=1, description="The kept tail may use at most this share of the window in tokens; the smaller of the two bounds wins.")
+    keep_fraction: float = Field(0.25, ge=0, le=1, description="The kept tail may use at most this share of the window in tokens; the smaller of the two bounds wins, so 0 keeps no tail whatever keep_messages says (1: no token bound).")
     search: Literal["forward", "backward"] = Field("forward", description="Where to look for a safe cut from the target: 'forward' keeps fewer messages (bounds are ceilings), 'backward' keeps more (Sagents).")
     user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
     min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")

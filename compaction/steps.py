@@ -21,7 +21,7 @@ from typing import Any
 from . import tailoring
 from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
-from .cut import CutPlan, NoCut, plan_cut
+from .cut import NO_TAIL_NOTE, CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
 from .finalize import FinalizeInput, run_finalizer
 from .ledger import Fate
@@ -191,6 +191,8 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
             if landing <= target:
                 break
         if moved:
+            # the empty tail is the landing target's doing, not the policy's tail bounds
+            plan.notes[:] = [n for n in plan.notes if not n.startswith(NO_TAIL_NOTE)]
             plan.notes.append(f"moved the cut back past the tail bounds so the context lands near the target of "
                               f"{target:,} tokens (about {landing:,} expected)")
     freed = total - landing

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from compaction import Policy, PolicyError
 from compaction.messages import Provenance, text_of
+from compaction.windows import resolve_window
 
 from ..models import ArchiveItem, CompactionRun, StoredMessage
 
@@ -24,6 +26,90 @@ def archive_refs_by_message(run: CompactionRun) -> dict[str, dict[str, Any]]:
                  .values("message_id", "index", "entry__entry_id", "entry__kind")):
         out.setdefault(item["message_id"], {"entry": item["entry__entry_id"], "kind": item["entry__kind"],
                                             "index": item["index"]})
+    return out
+
+
+#: Fates of the messages a run left in the context verbatim or reduced in place.
+TAIL_FATES = ("kept", "pinned", "cleared", "truncated")
+#: Start of the engine's note when the landing target moved the cut (compaction.steps.plan_eviction).
+LANDING_NOTE = "moved the cut back past the tail bounds"
+
+
+def _head_length(ledger: list[dict[str, Any]]) -> int:
+    """Leading system/developer messages of the snapshot: the head the cut never evicts."""
+    n = 0
+    while (n < len(ledger) and ledger[n].get("role") in ("system", "developer")
+           and ledger[n].get("provenance") == Provenance.ORIGINAL.value):
+        n += 1
+    return n
+
+
+def _policy_of(run: CompactionRun) -> Policy | None:
+    try:
+        return Policy.load(run.policy_snapshot or {})
+    except PolicyError:
+        return None  # a snapshot an older policy schema wrote: the page names no figures
+
+
+def kept_tail(run: CompactionRun) -> dict[str, Any] | None:
+    """What the run kept verbatim after its summary (the kept tail) and why that many.
+
+    The tail is bounded by ``cut.keep_messages`` and by ``cut.keep_fraction`` of the window in
+    tokens, the smaller winning, so ``keep_messages`` is a ceiling: ``keep_fraction`` 0 keeps
+    no message at all. Then the tail may start later (a user turn), earlier (a tool call
+    stays with its results), or the landing target moves the cut further. ``reasons`` say
+    which of these decided this run's tail, from the stored cut (``result.cut``: ``target``
+    is where the two bounds put the tail's start, ``tail_start`` where it started) and the
+    run's policy snapshot. None when the run made no cut (no summary)."""
+    ledger = run.ledger or []
+    cut = (run.result or {}).get("cut")
+    if not ledger or not isinstance(cut, dict) or not isinstance(cut.get("tail_start"), int):
+        return None
+    n = len(ledger)
+    start = min(max(cut["tail_start"], 0), n)
+    target: int = cut["target"] if isinstance(cut.get("target"), int) else start
+    notes = [str(note) for note in cut.get("notes") or []]
+    tail = [r for r in ledger[start:] if r.get("fate") in TAIL_FATES]
+    ordinals = [r["ordinal"] for r in tail if r.get("ordinal") is not None]
+    policy = _policy_of(run)
+    out: dict[str, Any] = {"count": len(tail), "first": min(ordinals) if ordinals else None,
+                           "last": max(ordinals) if ordinals else None, "notes": notes, "reasons": []}
+    reasons: list[str] = out["reasons"]
+    if any(note.startswith(LANDING_NOTE) for note in notes):
+        reasons.append("The landing target moved the cut past the tail bounds so that the context lands near it "
+                       "(landing.target, landing.move_cut; figures in the note below).")
+    elif policy is not None:
+        keep, fraction = policy.cut.keep_messages, policy.cut.keep_fraction
+        window, _source = resolve_window(policy)
+        budget = int(fraction * window)
+        allowed = n - target
+        out.update(keep_messages=keep, keep_fraction=fraction, window=window, budget=budget)
+        if allowed < keep and target > _head_length(ledger):
+            if budget == 0:
+                reasons.append(f"cut.keep_fraction is 0, so the tail may hold no tokens: no message stays verbatim, "
+                               f"whatever cut.keep_messages ({keep}) allows. The smaller of the two bounds wins; "
+                               f"cut.keep_fraction above 0 (1: no token bound) keeps up to {keep}.")
+            else:
+                reasons.append(f"cut.keep_fraction {fraction:g} of the {window:,}-token window allows {budget:,} "
+                               f"tokens of tail: {allowed} message{'' if allowed == 1 else 's'} fit, fewer than "
+                               f"cut.keep_messages ({keep}); the smaller of the two bounds wins.")
+        elif allowed >= keep:
+            reasons.append(f"cut.keep_messages ({keep}) bounds the tail"
+                           + (f"; its {keep:,} messages fit in cut.keep_fraction {fraction:g} of the {window:,}-token "
+                              f"window ({budget:,} tokens)." if keep else ": no message stays verbatim."))
+        else:
+            reasons.append("Every message after the head fits both tail bounds.")
+    if start > target and not any(note.startswith(LANDING_NOTE) for note in notes):
+        where = "a user turn" if cut.get("boundary") == "user_turn" else "the nearest safe boundary"
+        later = start - target
+        reasons.append(f"The tail starts {later} message{'' if later == 1 else 's'} after where the bounds put it, "
+                       f"at {where} (cut.user_turn, cut.search).")
+    elif start < target:
+        earlier = target - start
+        why = ("it starts at a user turn" if cut.get("boundary") == "user_turn"
+               else "no tool call is separated from its results")
+        reasons.append(f"The tail starts {earlier} message{'' if earlier == 1 else 's'} before where the bounds put "
+                       f"it, so that {why}.")
     return out
 
 
@@ -95,7 +181,7 @@ def before_after(run: CompactionRun, offset: int = 0, limit: int = ROWS_PER_PAGE
             ords = [i["row"].get("ordinal") for i in row["items"] if i["row"].get("ordinal") is not None]
             row.update(count=len(row["items"]), first=min(ords) if ords else None, last=max(ords) if ords else None,
                        preserved=sum(1 for i in row["items"] if i["fate"] == "preserved"))
-    return {"rows": rows, "offset": offset, "limit": limit, "total": len(ledger),
+    return {"rows": rows, "offset": offset, "limit": limit, "total": len(ledger), "tail": kept_tail(run),
             "changes": sum(1 for row in rows if row["changed"]),
             "next": end if end < len(ledger) else None,
             "prev": max(0, offset - limit) if offset > 0 else None, "end": end}

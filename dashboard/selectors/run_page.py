@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..models import CompactionRun, RunEvent
+from .before_after import kept_tail
 from .categories import category_rows
 from .run_lookahead import run_lookahead, run_position
 from .runs import run_badge, run_events
@@ -147,5 +148,5 @@ def run_page_context(run: CompactionRun, ledger_offset: int, fate: str) -> dict[
         "attempts": attempt_rows(run.attempts), "events": event_items(run_events(run)), "position": position,
         "lookahead": run_lookahead(run, position),
         **retention_context(run.retention or {}),
-        "result": run.result or {},
+        "result": run.result or {}, "tail": kept_tail(run),
     }

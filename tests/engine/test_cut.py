@@ -1,5 +1,5 @@
 """The cut: bounded tail, tool pairs never split, user turns preferred, pinned kept."""
-from compaction.cut import plan_cut
+from compaction.cut import NO_TAIL_NOTE, plan_cut
 from compaction.messages import Provenance
 from compaction.policy import CutPolicy
 from tests.engine.helpers import call, chat, coding_run, counted
@@ -97,3 +97,13 @@ def test_summaries_alone_are_not_worth_resummarizing():
         m.provenance, m.ordinal = prov, None
     plan = plan_cut(msgs, toks, CutPolicy(keep_messages=0, keep_fraction=0.0, user_turn="ignore"), window=100_000)
     assert not plan
+
+
+def test_keep_fraction_0_keeps_no_tail_whatever_keep_messages_and_the_note_says_so():
+    """keep_messages is a ceiling: a zero token budget wins and the cut falls at the end."""
+    msgs, toks = counted(chat(turns=20))
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=8, keep_fraction=0.0), window=128_000)
+    assert plan and plan.tail_start == len(msgs) and plan.boundary == "end"
+    assert plan.evicted == list(range(1, len(msgs)))
+    assert plan.notes == [NO_TAIL_NOTE + ": nothing after the head stays verbatim"]
+    assert not any("no user turn" in note for note in plan.notes)  # there were user turns; no tail was allowed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compaction import PRESETS, Outcome, Skipped, get_preset
+from compaction import PRESETS, Compactor, Outcome, Skipped, get_preset
+from compaction.cut import NO_TAIL_NOTE
 from compaction.errors import PolicyError
 from compaction.policy import Policy
 from compaction.session import CompactionSession
@@ -115,3 +116,15 @@ def test_the_report_has_thrash_as_a_top_level_integer():
 def test_seed_presets_keep_their_tail_bounds_and_fire_as_their_seed_does(name):
     landing = get_preset(name).landing
     assert landing.move_cut is False and landing.min_freed == 0
+
+
+def test_a_cut_the_landing_target_moved_to_the_end_names_the_landing_not_the_tail_bounds():
+    """The tail bounds allow 8 messages; the landing target (half of a 2,000-token trigger)
+    moves the cut past all of them, and the notes blame the landing, not keep_messages."""
+    msgs = coding_run(rounds=30, output_chars=500)
+    policy = Policy.load({"counter": "approx", "trigger": {"kind": "tokens", "threshold": 2000},
+                          "cut": {"keep_messages": 8}})
+    out = Compactor(policy).compact(msgs, force=True)
+    assert isinstance(out, Outcome) and out.cut is not None and out.cut["tail_start"] == len(msgs)
+    assert any(n.startswith("moved the cut back past the tail bounds") for n in out.notes)
+    assert not any(n.startswith(NO_TAIL_NOTE) for n in out.notes)

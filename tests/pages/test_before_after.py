@@ -3,6 +3,8 @@ import re
 
 from django.urls import reverse
 
+from tests.pages import factories
+
 
 def test_rows_align_every_message_of_the_snapshot_with_its_fate(web, last_run):
     html = web.get(reverse("pages:before-after", args=[last_run.pk])).content.decode()
@@ -56,3 +58,40 @@ def test_long_ledgers_are_paged(web, last_run):
     section = r.content.decode().split('data-testid="before-after"', 1)[1]
     ids = re.findall(r'<div class="cell role-\w+" id="ba-([^"]+)">', section)
     assert ids == [row["message_id"] for row in last_run.ledger[5:]]
+
+
+def _kept_tail_text(html: str) -> str:
+    block = html.split('data-testid="kept-tail"', 1)[1].split("</div>", 1)[0]
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", block))
+
+
+def _forced_long_run(project, capture, **cut):
+    """A 305-message session (system, then 76 rounds) forced with keep_messages 8."""
+    session = factories.import_messages(project, factories.agent_messages(76, words=20, tag="k"), title="Long run")
+    run = factories.force(session, capture=capture,
+                          overrides={"cut.keep_messages": 8, **{f"cut.{k}": v for k, v in cut.items()}})
+    assert run.status == "succeeded", run.error
+    return run
+
+
+def test_a_forced_run_whose_keep_fraction_is_0_says_why_it_kept_no_tail(web, project,
+                                                                        django_capture_on_commit_callbacks):
+    """keep_fraction 0 wins over keep_messages 8: the after side holds the system message and
+    the summary only, and both run pages say that this is what the policy asked for."""
+    run = _forced_long_run(project, django_capture_on_commit_callbacks, keep_fraction=0)
+    assert [r["fate"] for r in run.ledger if r["fate"] not in ("summarized", "preserved")] == ["kept"]
+    assert run.ledger[0]["role"] == "system" and run.ledger[0]["fate"] == "kept"
+    for name in ("pages:before-after", "pages:run"):
+        text = _kept_tail_text(web.get(reverse(name, args=[run.pk])).content.decode())
+        assert "Kept tail: none, no message after the summary stays verbatim." in text, name
+        assert "cut.keep_fraction is 0" in text and "cut.keep_messages (8)" in text, name
+        assert "no user turn" not in text, name
+
+
+def test_the_kept_tail_is_named_with_the_bound_that_decided_it(web, project, django_capture_on_commit_callbacks):
+    run = _forced_long_run(project, django_capture_on_commit_callbacks, keep_fraction=0.25)
+    tail = [r for r in run.ledger[1:] if r["fate"] == "kept"]
+    assert len(tail) == 8 and tail[-1]["ordinal"] == 304
+    text = _kept_tail_text(web.get(reverse("pages:before-after", args=[run.pk])).content.decode())
+    assert "Kept tail: the last 8 messages (#297–#304) stay verbatim after the summary." in text
+    assert "cut.keep_messages (8) bounds the tail" in text
