@@ -173,7 +173,8 @@ def _start(project: Project, body: ChatBody, identity: str, chains: Chains, fork
             gw.save()
     except ServiceError as exc:
         raise _service_error(exc) from None
-    return Placement(result.session, gw, len(body.messages), created=True, forked_from=forked_from)
+    policy, _row = effective_policy(result.session)
+    return Placement(result.session, gw, len(body.messages), created=True, forked_from=forked_from, policy=policy)
 
 
 def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy | None = None,
@@ -182,8 +183,14 @@ def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy | None = 
     now queues a background run, so the next request finds its context ready. ``then``
     runs in the same transaction (the call's row: one commit for both)."""
     with transaction.atomic():
-        gw = GatewaySession.objects.select_for_update().select_related("session").get(pk=gateway_id)
-        result = append_messages(gw.session, [reply], auto_compact=True, policy=policy)
+        locking = GatewaySession.objects.select_for_update(of=("self",))
+        if policy is None:
+            gw = locking.select_related("session").get(pk=gateway_id)
+            session = gw.session
+        else:  # the append reads nothing of the session but its id when given the policy
+            gw = locking.get(pk=gateway_id)
+            session = Session(pk=gw.session_id)
+        result = append_messages(session, [reply], auto_compact=True, policy=policy)
         gw.stored_count += 1
         gw.chain = extend_chain(gw.chain, [reply])[-1]
         gw.save(update_fields=["stored_count", "chain", "updated_at"])

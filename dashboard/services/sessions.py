@@ -368,12 +368,19 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         locked.tokens_since_summary += sum(t.total for t in live_tokens)
         locked.messages_since_summary += len(raws)
         locked.last_message_at = stamp
-        locked.save()
+        # only what an append changes: the row also holds the tool schemas and metadata,
+        # which an append has no reason to serialise and write again
+        locked.save(update_fields=_APPEND_FIELDS)
         result = WriteResult(session=locked, positions=list(range(start, start + len(raws))))
         if auto_compact:
             _check_trigger(locked, policy, result, last_message_at=previous_message_at,
                            filter_key=_trigger_key(keys))
     return result
+
+
+_APPEND_FIELDS = ["open_tool_calls", "history_tokens", "history_total", "context_tokens", "context_total",
+                  "message_count", "context_messages", "context_version", "tokens_since_summary",
+                  "messages_since_summary", "last_message_at", "updated_at"]
 
 
 def _add_to_context(session: Session, start: int, live: list[Message], tokens: list, version: int) -> None:
