@@ -13,6 +13,10 @@ the new message and the reply, so the session grows by two messages a round. Out
 
     messages=<n> direct_p50_ms=.. direct_p95_ms=.. gateway_p50_ms=.. gateway_p95_ms=..
     added_p50_ms=.. added_p95_ms=.. ratio_p50=<gateway/direct>     (goal: added p50 <= 10 ms at 1,000)
+    server_overhead_p50_ms=.. server_upstream_p50_ms=..
+
+The last two are what the server recorded of each call (``GatewayCall.overhead_ms``: from
+the body parsed to the reply stored, less the upstream call; ``upstream_ms``: the call).
 Prints figures only.
 """
 from __future__ import annotations
@@ -74,6 +78,16 @@ def measure(gateway, direct, server, history: list[dict], rounds: int, tag: str)
             "ratio_p50": g50 / d50 if d50 else float("nan")}
 
 
+def _recorded(tag: str, rounds: int) -> dict:
+    """The server's own timings of the measured calls (the warm-up call left out)."""
+    from dashboard.models import GatewayCall  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+
+    rows = list(GatewayCall.objects.filter(session__gateway__identity=f"id:{tag}").order_by("-id")
+                .values_list("overhead_ms", "upstream_ms")[:rounds])
+    return {"server_overhead_p50_ms": statistics.median(r[0] for r in rows) if rows else float("nan"),
+            "server_upstream_p50_ms": statistics.median(r[1] for r in rows) if rows else float("nan")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=18262)
@@ -107,6 +121,7 @@ def main() -> None:
         for size in (int(s) for s in args.sizes.split(",")):
             history = _session(size)
             r = measure(gateway, direct, server, history, args.rounds, f"bench-{size}")
+            r.update(_recorded(f"bench-{size}", args.rounds))
             print(f"messages={len(history)} " + " ".join(f"{k}={v:.2f}" for k, v in r.items()), flush=True)
     finally:
         svc.stop(proc)

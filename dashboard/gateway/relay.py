@@ -22,16 +22,22 @@ import httpx
 from .errors import GatewayError, upstream_failure
 
 
-class Payload(dict[str, Any]):
-    """A JSON object read as attributes: ``chunk.choices[0].delta.content``."""
+class Payload:
+    """A JSON object read as attributes: ``chunk.choices[0].delta.content``; an absent field
+    is None (as on litellm's objects), a nested object or list of objects is wrapped too."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]):
+        self._data = data
 
     def __getattr__(self, name: str) -> Any:
-        return self.get(name)
+        return _payload(self._data.get(name))
 
 
 def _payload(value: Any) -> Any:
     if isinstance(value, dict):
-        return Payload((k, _payload(v)) for k, v in value.items())
+        return Payload(value)
     if isinstance(value, list):
         return [_payload(v) for v in value]
     return value
@@ -90,7 +96,7 @@ def complete(api_base: str, api_key: str, timeout: float, data: bytes) -> Payloa
     if not isinstance(parsed, dict):
         raise GatewayError(502, f"the upstream's answer is not a chat completion: {text.strip()[:200]!r}",
                            type="server_error")
-    return _payload(parsed)
+    return Payload(parsed)
 
 
 def stream(api_base: str, api_key: str, timeout: float, data: bytes) -> Iterator[Payload]:
@@ -123,13 +129,15 @@ def _events(response: httpx.Response) -> Iterator[Payload]:
             try:
                 chunk = json.loads(data)
             except ValueError:
-                raise GatewayError(502, f"the upstream sent an event that is not JSON: {data[:200]!r}",
-                                   type="server_error") from None
-            if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
+                chunk = None
+            if not isinstance(chunk, dict):
+                raise GatewayError(502, f"the upstream sent an event that is not a JSON object: {data[:200]!r}",
+                                   type="server_error")
+            if isinstance(chunk.get("error"), dict):
                 error = chunk["error"]
                 status = error.get("code") if isinstance(error.get("code"), int) else 500
                 raise _error(status, json.dumps(chunk), response.headers)
-            yield _payload(chunk)
+            yield Payload(chunk)
         # ended without [DONE]: cut off; an answer begun is kept, a stream with nothing in it is a failure
         if not seen:
             raise GatewayError(502, "the upstream's event stream ended without an answer", type="server_error")
