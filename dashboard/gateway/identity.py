@@ -112,49 +112,44 @@ def _service_error(exc: ServiceError) -> GatewayError:
 
 def place(project: Project, body: ChatBody, header: str | None) -> Placement:
     """Find or start the session and store the request's new messages (nothing else is
-    written; every write is under the gateway row's lock, so two requests of one session
-    store their messages one after the other)."""
+    written). The identity's gateway rows are locked first, so two requests of one session
+    store their messages one after the other, each checked against what the other stored."""
     identity, _source = identity_of(body, header)
     chains = Chains(body)
     n = len(body.messages)
-    candidates = list(GatewaySession.objects.filter(project=project, identity=identity).order_by("-id")[:CANDIDATES])
-    for cand in sorted(candidates, key=lambda c: (c.stored_count, c.pk), reverse=True):
-        k = cand.stored_count
-        if not 0 < k <= n:
-            continue
-        if chains.base == 0 and _trusted(body, cand):
-            chains.trust(cand.raw_count, cand.raw_chain)
-        if chains.at(k) == cand.chain:
-            placed = _continue(cand, body, chains)
-            if placed is not None:
-                return placed
+    try:
+        with transaction.atomic():
+            # with what each session's policy is read from, so the request reads it once, here
+            candidates = list(GatewaySession.objects.select_for_update(of=("self",))
+                              .select_related("session__policy", "session__project__active_policy")
+                              .filter(project=project, identity=identity).order_by("-id")[:CANDIDATES])
+            for cand in sorted(candidates, key=lambda c: (c.stored_count, c.pk), reverse=True):
+                k = cand.stored_count
+                if not 0 < k <= n:
+                    continue
+                if chains.base == 0 and _trusted(body, cand):
+                    chains.trust(cand.raw_count, cand.raw_chain)
+                if chains.at(k) == cand.chain:
+                    return _continue(cand, body, chains)
+    except ServiceError as exc:
+        raise _service_error(exc) from None
     check_messages(body, body.checked)  # a new session stores them all
     return _start(project, body, identity, chains, candidates[0].session_id if candidates else None)
 
 
-def _continue(cand: GatewaySession, body: ChatBody, chains: Chains) -> Placement | None:
+def _continue(gw: GatewaySession, body: ChatBody, chains: Chains) -> Placement:
+    """Store what the request adds to ``gw``'s session (the caller holds ``gw``'s lock)."""
     messages = body.messages
     chains.last()  # validates what the trusted prefix does not cover, before anything is written
-    try:
-        with transaction.atomic():
-            # with what the session's policy is read from (only the gateway row is locked), so
-            # the request reads the policy once, here
-            gw = (GatewaySession.objects.select_for_update(of=("self",))
-                  .select_related("session__policy", "session__project__active_policy").get(pk=cand.pk))
-            policy, _row = effective_policy(gw.session)
-            k = gw.stored_count
-            if not (0 < k <= len(messages) and chains.at(k) == gw.chain):
-                return None  # another request stored something else meanwhile
-            new = messages[k:]
-            fields = _remember_raw(gw, body, chains)
-            if new:
-                gw.session = append_messages(gw.session, new, auto_compact=False, policy=policy).session
-                gw.stored_count = len(messages)
-                gw.chain = chains.last()
-                fields += ["stored_count", "chain"]
-            gw.save(update_fields=[*fields, "updated_at"])
-    except ServiceError as exc:
-        raise _service_error(exc) from None
+    policy, _row = effective_policy(gw.session)
+    new = messages[gw.stored_count:]
+    fields = _remember_raw(gw, body, chains)
+    if new:
+        gw.session = append_messages(gw.session, new, auto_compact=False, policy=policy).session
+        gw.stored_count = len(messages)
+        gw.chain = chains.last()
+        fields += ["stored_count", "chain"]
+    gw.save(update_fields=[*fields, "updated_at"])
     return Placement(gw.session, gw, len(new), created=False, policy=policy)
 
 
