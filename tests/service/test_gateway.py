@@ -287,6 +287,32 @@ def test_a_prefixed_model_goes_through_the_operators_connection_with_its_key(gat
     assert req.headers["authorization"] == "Bearer test-key"  # CS_TEST_LLM_KEY of the "scripted" connection
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_provider_that_is_not_openai_compatible_is_called_through_litellm(gateway, project, llm_server, settings,
+                                                                           stream):
+    """``hosted_vllm/...`` is a litellm provider (not the gateway's own OpenAI-compatible
+    relay): litellm builds the request, here to the scripted server, which speaks its format."""
+    settings.COMPACTION_CONNECTIONS = [*settings.COMPACTION_CONNECTIONS, {
+        "name": "vllm", "models": ["hosted_vllm/*"], "api_base": llm_server.api_base,
+        "api_key_env": "CS_TEST_LLM_KEY", "allow_private_network": True}]
+    oai = sdk(gateway, project.test_key)
+    h = {"X-Session-Id": f"litellm-{stream}"}
+    history = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one"}]
+    for i in range(2):
+        llm_server.script(ok(f"answer {i}"))
+        out = oai.chat.completions.create(model="hosted_vllm/qwen3", messages=history, stream=stream, extra_headers=h)
+        reply = _assemble(out) if stream else out.choices[0].message.model_dump(exclude_none=True)
+        assert reply["content"] == f"answer {i}"
+        sent = llm_server.requests[-1]
+        assert sent.model == "qwen3" and sent.headers["authorization"] == "Bearer test-key"
+        assert [m["content"] for m in sent.messages] == [m["content"] for m in history]
+        history += [reply, {"role": "user", "content": f"then {i}"}]
+    llm_server.script(error(429, "slow down", retry_after=2))
+    with pytest.raises(openai.RateLimitError):
+        out = oai.chat.completions.create(model="hosted_vllm/qwen3", messages=history, stream=stream, extra_headers=h)
+        list(out) if stream else None
+
+
 def test_an_image_url_is_not_fetched_by_the_gateway_for_a_provider_litellm_would_download_it_for(
         gateway, project, llm_server, settings):
     """litellm downloads image URLs itself for providers such as Anthropic: the gateway would
