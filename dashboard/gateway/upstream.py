@@ -75,7 +75,8 @@ def refuse_remote_images(up: Upstream, messages: list[dict[str, Any]]) -> None:
     if up.model.startswith("openai/"):
         return
     for i, message in enumerate(messages):
-        content = message.get("content")
+        # (a message that is not an object is refused by the body's checks, later)
+        content = message.get("content") if isinstance(message, dict) else None
         for j, part in enumerate(content if isinstance(content, list) else []):
             if not isinstance(part, dict) or part.get("type") != "image_url":
                 continue

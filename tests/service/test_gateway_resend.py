@@ -144,3 +144,16 @@ def test_an_upstream_answer_that_is_not_a_completion_is_a_502_and_the_client_can
         assert json.loads(r.content)["choices"][0]["message"]["content"] == ""
     sid = GatewaySession.objects.get(identity=f"id:garbage-{stream}").session_id
     assert [m["role"] for m in _stored(sid)] == ["user", "assistant"], "the message once, then the empty reply"
+
+
+def test_a_message_that_is_not_an_object_is_a_400_for_every_kind_of_upstream(gateway, project, llm_server, settings):
+    settings.COMPACTION_CONNECTIONS = [*settings.COMPACTION_CONNECTIONS, {
+        "name": "claude", "models": ["anthropic/*"], "api_base": llm_server.api_base,
+        "api_key_env": "CS_TEST_LLM_KEY", "allow_private_network": True}]
+    for model in ("gpt-4o", "anthropic/claude-sonnet-4-5"):
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}, "not a message"]})
+        r = DjangoClient().post("/v1/chat/completions", body, content_type="application/json",
+                                HTTP_AUTHORIZATION=f"Bearer {project.test_key}", HTTP_X_SESSION_ID="shape")
+        assert r.status_code == 400, (model, r.content)
+        assert "messages[1]" in json.loads(r.content)["error"]["message"]
+    assert not StoredMessage.objects.exists() and not llm_server.requests
