@@ -89,14 +89,18 @@ def complete(api_base: str, api_key: str, timeout: float, data: bytes) -> Payloa
     text = response.text
     if response.status_code >= 400:
         raise _error(response.status_code, text, response.headers)
+    return Payload(_object(text, "answer is not a chat completion"))
+
+
+def _object(text: str, what: str) -> dict[str, Any]:
+    """``text`` as a JSON object; a 502 saying the upstream's ``what`` otherwise."""
     try:
         parsed = json.loads(text)
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        raise GatewayError(502, f"the upstream's answer is not a chat completion: {text.strip()[:200]!r}",
-                           type="server_error")
-    return Payload(parsed)
+        raise GatewayError(502, f"the upstream's {what}: {text.strip()[:200]!r}", type="server_error")
+    return parsed
 
 
 def stream(api_base: str, api_key: str, timeout: float, data: bytes) -> Iterator[Payload]:
@@ -126,13 +130,7 @@ def _events(response: httpx.Response) -> Iterator[Payload]:
             if data == "[DONE]":
                 return
             seen = True
-            try:
-                chunk = json.loads(data)
-            except ValueError:
-                chunk = None
-            if not isinstance(chunk, dict):
-                raise GatewayError(502, f"the upstream sent an event that is not a JSON object: {data[:200]!r}",
-                                   type="server_error")
+            chunk = _object(data, "event is not a JSON object")
             if isinstance(chunk.get("error"), dict):
                 error = chunk["error"]
                 status = error.get("code") if isinstance(error.get("code"), int) else 500
