@@ -57,7 +57,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
     started = time.perf_counter()
     up = upstream.resolve(body.model)
     upstream.refuse_remote_images(up, body.messages)
-    upstream.check_window(body.model, policy_for(project, body.model).context_window)
+    upstream.check_window(body.model, lambda: policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:
         session, run = before_call(placement.session, overrides, placement.policy)

@@ -97,7 +97,7 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
     """(the ``response.compaction`` object, the gateway's headers)."""
     started = time.perf_counter()
     body = parse(data)
-    upstream.check_window(body.model, chat.policy_for(project, body.model).context_window)
+    upstream.check_window(body.model, lambda: chat.policy_for(project, body.model).context_window)
     placement = place(project, ChatBody(model=body.model, messages=body.messages), session_header)
     before = placement.session.context_total
     compaction_started = time.perf_counter()

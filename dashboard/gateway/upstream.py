@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,9 +90,10 @@ def refuse_remote_images(up: Upstream, messages: list[dict[str, Any]]) -> None:
                                         f"data: URL", param=where)
 
 
-def check_window(model: str, policy_window: int | None) -> None:
-    """A model whose window nobody knows cannot be kept under it: refuse, saying how to fix."""
-    if policy_window or model_window(model):
+def check_window(model: str, policy_window: Callable[[], int | None]) -> None:
+    """A model whose window nobody knows cannot be kept under it: refuse, saying how to fix.
+    (``policy_window`` is asked only when litellm's table has no window for the model.)"""
+    if model_window(model) or policy_window():
         return
     raise GatewayError(400, f"model {model!r} has no context window in litellm's model table: set context_window "
                             f"in the project's policy so the gateway knows what to keep the context under",
