@@ -23,6 +23,7 @@ from ..services.common import text_problem
 from ..services.policies import effective_policy
 from ..services.sessions import append_messages, convert_payload, import_session
 from .body import ChatBody, check_messages
+from .durability import relax_commit
 from .errors import GatewayError, bad_request
 from .wire import extend_chain, lead_length, leading_digest
 
@@ -119,6 +120,7 @@ def place(project: Project, body: ChatBody, header: str | None) -> Placement:
     n = len(body.messages)
     try:
         with transaction.atomic():
+            relax_commit()  # the client resends whatever this stores (see durability)
             # with what each session's policy is read from, so the request reads it once, here
             candidates = list(GatewaySession.objects.select_for_update(of=("self",))
                               .select_related("session__policy", "session__project__active_policy")
@@ -178,6 +180,7 @@ def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy | None = 
     now queues a background run, so the next request finds its context ready. ``then``
     runs in the same transaction (the call's row: one commit for both)."""
     with transaction.atomic():
+        relax_commit()  # the client resends the reply in its next call (see durability)
         locking = GatewaySession.objects.select_for_update(of=("self",))
         if policy is None:
             gw = locking.select_related("session").get(pk=gateway_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection, transaction
 from django.test import Client as DjangoClient
 
 from dashboard.models import GatewaySession, StoredMessage
@@ -157,3 +158,21 @@ def test_a_message_that_is_not_an_object_is_a_400_for_every_kind_of_upstream(gat
         assert r.status_code == 400, (model, r.content)
         assert "messages[1]" in json.loads(r.content)["error"]["message"]
     assert not StoredMessage.objects.exists() and not llm_server.requests
+
+
+def test_the_gateways_relaxed_commit_stays_inside_its_own_transactions(gateway, project, llm_server):
+    """The gateway's writes commit without waiting for the log flush on PostgreSQL (the client
+    resends what they hold); every other write of the same connection still waits for it."""
+    llm_server.script(ok("one"), ok("two"))
+    history = [{"role": "user", "content": "hello"}]
+    status, answer, _headers = _post(project.test_key, history, session="durable")
+    assert status == 200
+    status, _answer, _headers = _post(project.test_key, history + [answer["choices"][0]["message"],
+                                                                   {"role": "user", "content": "again"}],
+                                      session="durable")
+    assert status == 200
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is PostgreSQL's; on SQLite every commit is as usual")
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SHOW synchronous_commit")
+        assert cur.fetchone()[0] == "on"
