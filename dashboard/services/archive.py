@@ -14,7 +14,7 @@ from compaction.errors import ArchiveError
 from compaction.messages import text_of
 
 from ..models import ArchiveItem, Session, StoredArchiveEntry
-from .common import clean_text
+from .common import clean_text, insert_rows
 
 
 def search_text(raw: dict) -> str:
@@ -49,7 +49,10 @@ def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None
     ids = [e.id for e in entries]
     if len(set(ids)) != len(ids):
         raise ArchiveError(f"archive entry {next(i for i in ids if ids.count(i) > 1)} written twice")
-    taken = StoredArchiveEntry.objects.filter(entry_id__in=ids).values_list("entry_id", flat=True).first()
+    # No ORDER BY (first() would add one by id): PostgreSQL then walked the primary key
+    # over the whole archive table instead of probing the entry_id index.
+    taken = min(StoredArchiveEntry.objects.filter(entry_id__in=ids).order_by().values_list("entry_id", flat=True),
+                default=None)
     if taken is not None:
         raise ArchiveError(f"archive entry {taken} already exists")
     rows = StoredArchiveEntry.objects.bulk_create([
@@ -58,12 +61,12 @@ def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None
             note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
             size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
         for entry in entries], batch_size=500)
-    ArchiveItem.objects.bulk_create([
+    insert_rows(ArchiveItem, [
         ArchiveItem(entry=row, index=i, message_id=item.message_id, ordinal=item.ordinal, raw=item.raw,
                     text=search_text(item.raw), tool_call_id=clean_text(item.tool_call_id or ""),
                     tool_name=clean_text(item.tool_name or ""))
         for row, entry in zip(rows, entries) for i, item in enumerate(entry.items)
-    ], batch_size=500)
+    ])
     return rows
 
 

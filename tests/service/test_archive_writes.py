@@ -10,7 +10,9 @@ from dashboard.models import ArchiveItem, RunEvent, StoredArchiveEntry
 
 
 def _inserts(queries, table: str) -> int:
-    return sum(1 for q in queries if q["sql"].lstrip().startswith(f'INSERT INTO "{table}"'))
+    """Statements that insert rows into ``table`` (on PostgreSQL archive items and run
+    events go in through COPY)."""
+    return sum(1 for q in queries if q["sql"].lstrip().startswith((f'INSERT INTO "{table}"', f'COPY "{table}"')))
 
 
 def _big_tool_rounds(n: int, chars: int) -> list[dict]:
@@ -69,3 +71,21 @@ def test_a_run_with_many_engine_events_records_all_of_them_in_a_few_inserts(api)
     assert len(kinds) >= 40 and kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
     assert [e["kind"] for e in run["events"]] == kinds
     assert _inserts(queries, "dashboard_runevent") < len(kinds) / 5
+
+
+def test_archived_text_reads_back_exactly_whatever_characters_it_holds(api):
+    """Archive items are written through COPY on PostgreSQL, whose text format escapes
+    backslashes, tabs and line ends: each must come back as it went in."""
+    hostile = ("\\N \\ back\\slash \t tab \r\n crlf \n \"quoted\" 'single' \u00e9t\u00e9 \u4e2d\u6587 \U0001f600 "
+               "{\"json\": [1, \"\\u0000\"]} \\x00 end")
+    msgs = _big_tool_rounds(6, chars=20_000)
+    tool = next(m for m in msgs if m["role"] == "tool")
+    tool["content"] = hostile + tool["content"]
+    sid = api.post("/api/sessions", {"messages": msgs, "auto_compact": False}).json()["session"]["id"]
+    run = api.get(api.post(f"/api/sessions/{sid}/compactions", {}).json()["status_url"]).json()
+    assert run["status"] == "succeeded", run
+    stored = [item["message"] for ref in run["archive_refs"]
+              for item in api.get(f"/api/archive/{ref}?limit=100").json()["items"]]
+    assert tool in [{k: m.get(k) for k in tool} for m in stored]
+    # the search text keeps them too (the raw JSON holds ASCII escapes only)
+    assert any(hostile in t for t in ArchiveItem.objects.filter(entry__session_id=sid).values_list("text", flat=True))

@@ -20,7 +20,7 @@ from ...text_repair import RepairCount, counting_repairs
 from .. import branches as branch_service
 from .. import connections
 from ..archive import BufferedArchive
-from ..common import counter_for
+from ..common import counter_for, insert_rows
 from .claim import Claim, claim
 from .commit import commit, fail, skip
 from .recover import requeue_now
@@ -101,7 +101,7 @@ class Reporter:
         if not pending:
             return
         try:
-            RunEvent.objects.bulk_create(pending)
+            insert_rows(RunEvent, pending)
         except Exception:  # noqa: BLE001 - diagnostics must not break a run
             log.warning("could not record %d events of run %s", len(pending), self.run_id, exc_info=True)
 
