@@ -13,10 +13,12 @@ name; services never import ``dashboard.tasks``); ``run_sweep`` is what the task
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import F
 
 from compaction import CompactionError, PolicyError
@@ -26,10 +28,11 @@ from compaction.windows import resolve_window, usable_window
 
 from ..celery import app as celery_app
 from ..models import Session, StoredMessage, SweepStatus, TuningSweep
-from . import Invalid
+from . import Invalid, workers
 from .common import now
 from .policies import apply_service_defaults
-from .runs.request import ENQUEUE_ERRORS, is_eager
+from .runs import no_worker
+from .runs.request import ENQUEUE_ERRORS, is_eager, worker_silence
 
 log = logging.getLogger("dashboard.sweeps")
 
@@ -121,6 +124,34 @@ def _enqueue(sweep_id: int) -> None:
         TuningSweep.objects.filter(pk=sweep_id).update(
             status=SweepStatus.FAILED, error=f"could not queue the sweep (broker unavailable: {type(exc).__name__})",
             finished_at=now())
+        return
+    silent = worker_silence()
+    if silent is not None:
+        # As a run does (services.runs.request.enqueue): with no live worker, this process
+        # runs the sweep itself once RUN_NO_WORKER_WAIT has passed with still none in sight.
+        remaining = settings.RUN_NO_WORKER_WAIT - (0.0 if silent == float("inf") else silent)
+        no_worker.watch(sweep_id, remaining, sweep_if_no_worker)
+
+
+def sweep_if_no_worker(sweep_id: int) -> None:
+    """The no-worker wait of a sweep ran out: if it is still queued and still no worker
+    beats, run it here, in a thread of its own (a sweep replays whole sessions, so it must not
+    hold up the runs waiting on the same watch)."""
+    if workers.silent_for(fresh=True) is None:
+        return
+    if not TuningSweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).exists():
+        return
+    no_worker.note_gave_up(True)
+    log.warning("sweep %s waited RUN_NO_WORKER_WAIT=%ss with no live worker; running it here", sweep_id,
+                settings.RUN_NO_WORKER_WAIT)
+    threading.Thread(target=_run_here, args=(sweep_id,), name=f"sweep-{sweep_id}", daemon=True).start()
+
+
+def _run_here(sweep_id: int) -> None:
+    try:
+        run_sweep(sweep_id)  # claims it first: a worker that took it meanwhile keeps it
+    finally:
+        connection.close()
 
 
 @dataclass

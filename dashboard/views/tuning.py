@@ -22,6 +22,7 @@ from ..models import TuningSweep
 from ..selectors.access import check_access, session_for
 from ..selectors.tuning import initial_forms, posted_policy, starting_point, tuning_preview
 from ..selectors.tuning_sweeps import latest_sweep, sweep_chart, sweep_label, sweep_rows
+from ..selectors.workers import sweep_waiting_note
 from ..services import ServiceError
 from ..services.policies import save_tuned_policy
 from ..services.tuning_sweeps import SWEEP_KINDS, request_sweep
@@ -79,7 +80,7 @@ def _sweep_context(sweep: TuningSweep | None) -> dict[str, object]:
     if sweep is None:
         return {"sweep": None}
     return {"sweep": sweep, "sweep_label": sweep_label(sweep), "sweep_chart": sweep_chart(sweep),
-            "sweep_rows": sweep_rows(sweep)}
+            "sweep_rows": sweep_rows(sweep), "sweep_waiting": sweep_waiting_note(sweep)}
 
 
 @login_required

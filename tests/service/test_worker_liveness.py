@@ -13,13 +13,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from compaction import Policy, get_preset
 from dashboard.brokers import filesystem_transport_options
 from dashboard.celery import use_broker
-from dashboard.models import CompactionRun, Session, WorkerBeat
+from dashboard.models import CompactionRun, Session, TuningSweep, WorkerBeat
 from dashboard.services import runs as run_service
 from dashboard.services import workers
 from dashboard.services.projects import set_member
 from dashboard.services.runs import no_worker
+from dashboard.services.tuning_sweeps import request_sweep
 from tests.service.helpers import chat, wait_for
 
 
@@ -110,3 +112,40 @@ def test_a_run_silent_for_twelve_seconds_is_requeued_with_the_default_settings(a
         counts = run_service.recover()
     assert counts["requeued"] == 1
     assert CompactionRun.objects.get(pk=run.pk).status == "queued"
+
+
+# -- tuning sweeps wait for a worker the same way ------------------------------------------------
+
+def _sweep(api) -> TuningSweep:
+    r = api.post("/api/sessions", {"messages": chat(12), "auto_compact": False})
+    assert r.status_code == 201, r.content
+    session = Session.objects.get(pk=r.json()["session"]["id"])
+    policy = Policy.load(dict(get_preset("default").to_json(), context_window=4000))
+    return request_sweep(session, policy, kind="tokens", scope="session")
+
+
+def test_a_sweep_with_no_worker_says_it_waits_then_runs_here_after_the_wait(unread_broker, live_api, client,
+                                                                              django_user_model):
+    sweep = _sweep(live_api)
+    assert TuningSweep.objects.get(pk=sweep.pk).status == "queued"
+    op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
+    set_member(sweep.session.project, op, "viewer")
+    client.force_login(op)
+    workers.clear_cache()
+    page = client.get(f"/sweeps/{sweep.pk}/").content.decode()
+    assert 'data-testid="sweep-waiting"' in page and "waiting for a worker (none seen for" in page
+    assert "runs it itself once it has waited 1.5 s" in page
+
+    wait_for(lambda: TuningSweep.objects.get(pk=sweep.pk).status == "done", timeout=90,
+             what="the no-worker fallback to run the sweep")
+    done = TuningSweep.objects.get(pk=sweep.pk)
+    assert done.done == done.total and len(done.points) == len(done.values)
+    assert 'data-testid="sweep-waiting"' not in client.get(f"/sweeps/{sweep.pk}/").content.decode()
+
+
+def test_a_sweep_with_a_live_worker_is_left_to_it(unread_broker, live_api):
+    WorkerBeat.objects.create(name="w1@test", pid=1)
+    sweep = _sweep(live_api)
+    assert sweep.pk not in no_worker.pending()
+    time.sleep(2.5)  # longer than RUN_NO_WORKER_WAIT
+    assert TuningSweep.objects.get(pk=sweep.pk).status == "queued"

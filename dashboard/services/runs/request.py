@@ -194,7 +194,7 @@ def enqueue(run_id: int, task_id: str) -> None:
     if is_eager():
         task.apply_async(args=[run_id], task_id=task_id)
         return
-    silent = _worker_silence()
+    silent = worker_silence()
     try:
         _check_queue_room(run_id)
         if silent is not None and silent >= settings.RUN_NO_WORKER_WAIT and (
@@ -216,8 +216,8 @@ def enqueue(run_id: int, task_id: str) -> None:
         no_worker.watch(run_id, remaining, run_if_no_worker)
 
 
-def _worker_silence() -> float | None:
-    """Seconds the run should count as already waited for a worker (None: a worker is alive,
+def worker_silence() -> float | None:
+    """Seconds a queued task (a run, a sweep) should count as already waited for a worker (None: a worker is alive,
     or the fallback is off). ``inf`` when none was ever seen and this process has not yet
     waited in vain for one."""
     if settings.RUN_NO_WORKER_FALLBACK != "inline":
