@@ -336,9 +336,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
     probe = [Message(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
     tokens = counter.count_many(probe)
     digests = [m.hash for m in probe]
-    # Inside a caller's transaction (the gateway stores a request's messages with its own
-    # bookkeeping) no savepoint: a failure here fails that whole transaction anyway.
-    with transaction.atomic(savepoint=False):
+    with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         start = locked.message_count
         _check_pairs(locked, raws, start)
