@@ -77,6 +77,9 @@ def insert_rows(model: type[models.Model], rows: Sequence[models.Model]) -> None
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     sql = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.copy(sql) as copy:
+    # The copy goes to psycopg's cursor directly, past Django's wrapper: its errors are
+    # wrapped here, so a lost connection is django.db's OperationalError as for any query
+    # (the worker retries a run at once on that, see services.runs.execute).
+    with connection.cursor() as cursor, connection.wrap_database_errors, cursor.copy(sql) as copy:
         for row in rows:
             copy.write_row([f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
