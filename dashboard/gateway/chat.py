@@ -60,7 +60,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
     upstream.check_window(body.model, lambda: policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:
-        session, run = before_call(placement.session, overrides, placement.policy)
+        session, run = before_call(placement.session, placement.policy, overrides)
     except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
         Prepared(body, up, placement, placement.session, None, "[]", started=started,
                  endpoint=endpoint).record(exc.status)

@@ -21,16 +21,10 @@ from compaction import Policy
 from compaction.windows import resolve_window, usable_window
 
 from ..models import CompactionRun, RunStatus, Session, TriggerKind
-from ..services.policies import effective_policy
 from ..services.runs import execute
 from ..services.runs.request import force_run, pending_run, request_run
 from ..services.triggers import check_trigger, clearing_due, trigger_state
 from .errors import GatewayError
-
-
-def _policy(session: Session, overrides: dict[str, Any] | None, known: Policy | None = None) -> Policy:
-    policy = known if known is not None else effective_policy(session)[0]
-    return policy.with_overrides(overrides) if overrides else policy
 
 
 def _usable(policy: Policy) -> int:
@@ -61,14 +55,14 @@ def _wait(run_id: int) -> None:
         time.sleep(0.05)
 
 
-def before_call(session: Session, overrides: dict[str, Any] | None = None,
-                policy: Policy | None = None) -> tuple[Session, CompactionRun | None]:
+def before_call(session: Session, policy: Policy,
+                overrides: dict[str, Any] | None = None) -> tuple[Session, CompactionRun | None]:
     """Compact when due; returns the session as it now is and the run that changed or tried
     to change it (None when nothing ran or the run found nothing to do). Raises GatewayError
     when the context still does not fit the window. ``policy``: the session's effective
-    policy when the caller has read it (the request's overrides are applied here)."""
+    policy, as the caller read it (the request's overrides are applied here)."""
     ran: CompactionRun | None = None
-    effective = _policy(session, overrides, policy)
+    effective = policy.with_overrides(overrides) if overrides else policy
     for _attempt in range(2):
         why, force = _due(session, effective)
         if why is None or (_attempt and not force):

@@ -38,8 +38,8 @@ class Placement:
     gateway: GatewaySession
     added: int
     created: bool
+    policy: Policy  # the session's effective policy, read once for the request
     forked_from: int | None = None
-    policy: Policy | None = None  # the session's effective policy, read once for the request
 
 
 class Chains:
@@ -174,21 +174,16 @@ def _start(project: Project, body: ChatBody, identity: str, chains: Chains, fork
     return Placement(result.session, gw, len(body.messages), created=True, forked_from=forked_from, policy=policy)
 
 
-def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy | None = None,
+def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy,
                 then: Callable[[], None] | None = None) -> Session:
     """Append the upstream's reply (with its usage) to the session; a trigger that fires
     now queues a background run, so the next request finds its context ready. ``then``
     runs in the same transaction (the call's row: one commit for both)."""
     with transaction.atomic():
         relax_commit()  # the client resends the reply in its next call (see durability)
-        locking = GatewaySession.objects.select_for_update(of=("self",))
-        if policy is None:
-            gw = locking.select_related("session").get(pk=gateway_id)
-            session = gw.session
-        else:  # the append reads nothing of the session but its id when given the policy
-            gw = locking.get(pk=gateway_id)
-            session = Session(pk=gw.session_id)
-        result = append_messages(session, [reply], auto_compact=True, policy=policy)
+        gw = GatewaySession.objects.select_for_update().get(pk=gateway_id)
+        # given the policy, the append reads nothing of the session but its id
+        result = append_messages(Session(pk=gw.session_id), [reply], auto_compact=True, policy=policy)
         gw.stored_count += 1
         gw.chain = extend_chain(gw.chain, [reply])[-1]
         gw.save(update_fields=["stored_count", "chain", "updated_at"])
