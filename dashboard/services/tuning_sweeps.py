@@ -32,7 +32,7 @@ from . import Invalid, workers
 from .common import now
 from .policies import apply_service_defaults
 from .runs import no_worker
-from .runs.request import ENQUEUE_ERRORS, is_eager, worker_silence
+from .runs.request import ENQUEUE_ERRORS, is_eager, no_worker_wait_left, worker_silence
 
 log = logging.getLogger("dashboard.sweeps")
 
@@ -129,8 +129,7 @@ def _enqueue(sweep_id: int) -> None:
     if silent is not None:
         # As a run does (services.runs.request.enqueue): with no live worker, this process
         # runs the sweep itself once RUN_NO_WORKER_WAIT has passed with still none in sight.
-        remaining = settings.RUN_NO_WORKER_WAIT - (0.0 if silent == float("inf") else silent)
-        no_worker.watch(sweep_id, remaining, sweep_if_no_worker)
+        no_worker.watch(sweep_id, no_worker_wait_left(silent), sweep_if_no_worker)
 
 
 def sweep_if_no_worker(sweep_id: int) -> None:

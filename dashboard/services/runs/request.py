@@ -210,7 +210,7 @@ def enqueue(run_id: int, task_id: str) -> None:
         run_inline(run_id, reason, task_id)
         return
     if silent is not None:
-        remaining = settings.RUN_NO_WORKER_WAIT - (0.0 if silent == float("inf") else silent)
+        remaining = no_worker_wait_left(silent)
         log.warning("run %s queued with no live worker; executing it here in %.0f s unless one appears",
                     run_id, remaining)
         no_worker.watch(run_id, remaining, run_if_no_worker)
@@ -229,6 +229,12 @@ def worker_silence() -> float | None:
     if silent == float("inf") and no_worker.gave_up():
         return settings.RUN_NO_WORKER_WAIT
     return silent
+
+
+def no_worker_wait_left(silent: float) -> float:
+    """Seconds a task queued now waits for a worker before the fallback (``silent``: from
+    ``worker_silence``; ``inf``, never seen, counts as not waited yet)."""
+    return settings.RUN_NO_WORKER_WAIT - (0.0 if silent == float("inf") else silent)
 
 
 def no_worker_reason(silent: float) -> str:
