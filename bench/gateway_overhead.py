@@ -16,7 +16,8 @@ the new message and the reply, so the session grows by two messages a round. Out
     server_overhead_p50_ms=.. server_upstream_p50_ms=..
 
 The last two are what the server recorded of each call (``GatewayCall.overhead_ms``: from
-the body parsed to the reply stored, less the upstream call; ``upstream_ms``: the call).
+the body parsed to the answer ready, less the upstream call (the reply is stored after the
+answer has been sent); ``upstream_ms``: the call).
 Prints figures only.
 """
 from __future__ import annotations

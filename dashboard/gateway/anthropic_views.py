@@ -15,7 +15,9 @@ from ..models import Project
 from ..services.keys import authenticate
 from . import anthropic_messages as messages_flow
 from . import anthropic_wire as wire
+from . import chat
 from .errors import GatewayError
+from .sent import AnswerThen
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -67,8 +69,9 @@ def messages(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         body = messages_flow.parse(request.body)
         answer = messages_flow.answer(project, body, request.headers.get("X-Session-Id"))
         if answer.message is not None:
-            response: HttpResponse | StreamingHttpResponse = HttpResponse(json.dumps(answer.message),
-                                                                          content_type="application/json")
+            prep = answer.prep
+            response: HttpResponse | StreamingHttpResponse = AnswerThen(answer.message,
+                                                                        lambda: chat.store_after_sent(prep))
         else:
             assert answer.events is not None
             response = StreamingHttpResponse(_sse(answer.prep.session.pk, answer.events),

@@ -62,6 +62,34 @@ class RawMessages:
         return self._hasher.copy().hexdigest()
 
 
+@dataclass(frozen=True)
+class Hint:
+    """What this process saw of an identity's last request: its message array's first
+    ``count`` messages were the first ``length`` characters from the ``[``, with SHA-256
+    ``digest`` (see ``identity.hint``). A body that starts with that text again need not
+    decode those messages to be placed: the stored history vouches for them."""
+
+    count: int
+    length: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The first ``count`` messages of a body, left undecoded: the ``length`` characters of
+    ``text`` from ``start`` (the array's ``[``) through the end of the last of them."""
+
+    text: str
+    start: int
+    length: int
+    count: int
+
+    def decode(self) -> list[Any]:
+        messages = json.loads(self.text[self.start:self.start + self.length] + "]")
+        assert isinstance(messages, list) and len(messages) == self.count
+        return messages
+
+
 @dataclass
 class ChatBody:
     model: str
@@ -76,10 +104,44 @@ class ChatBody:
     # messages[:checked] are validated (nulls dropped); a lazily parsed body checks the rest
     # only once it knows which of them a stored history already vouches for (check_messages).
     checked: int = -1
+    # A body parsed with a hint it matched: ``messages`` is given as the messages after the
+    # skipped ones, and the whole list is decoded only when ``messages`` is first read.
+    skipped: Skipped | None = None
 
     def __post_init__(self) -> None:
+        if self.skipped is not None:
+            self._after_skipped = self.__dict__.pop("messages")
         if self.checked < 0:
-            self.checked = len(self.messages)
+            self.checked = self.count
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached while ``messages`` is not decoded yet (normal lookup found nothing)
+        skipped = self.__dict__.get("skipped")
+        if name != "messages" or skipped is None:
+            raise AttributeError(name)
+        self.__dict__["messages"] = skipped.decode() + self._after_skipped
+        self.skipped = None
+        return self.__dict__["messages"]
+
+    @property
+    def count(self) -> int:
+        """How many messages the body has (decoding none)."""
+        skipped = self.skipped
+        return skipped.count + len(self._after_skipped) if skipped is not None else len(self.messages)
+
+    def window(self, first: int) -> tuple[list[dict[str, Any]], int]:
+        """A list holding message ``first`` onwards and the index of its first element: the
+        messages after the skipped ones when ``first`` is among them (nothing decoded),
+        else all of them."""
+        skipped = self.skipped
+        if skipped is not None and first >= skipped.count:
+            return self._after_skipped, skipped.count
+        return self.messages, 0
+
+    def after(self, first: int) -> list[dict[str, Any]]:
+        """``messages[first:]``, decoding nothing when ``first`` is past the skipped ones."""
+        messages, offset = self.window(first)
+        return messages[first - offset:]
 
 
 def _drop_nulls(raw: dict[str, Any]) -> dict[str, Any]:
@@ -111,18 +173,43 @@ def _expect(text: str, i: int, what: str) -> None:
         raise json.JSONDecodeError(f"Expecting {what!r}", text, i)
 
 
-def _walk(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
+def _resume(text: str, data: bytes, start: int, hint: Hint) -> tuple[RawMessages, Skipped, list[Any], int] | None:
+    """The message array at ``text[start]`` read from where ``hint`` says the text seen before
+    ends: where it lies, the skipped part, the messages after it, and the position after
+    the array; None when the array does not start with that text."""
+    if not 1 < hint.length < len(text) - start:
+        return None
+    raw = RawMessages(text, start, len(text), data if len(data) == len(text) else None)
+    if raw.digest(hint.length) != hint.digest:
+        return None
+    after: list[Any] = []
+    end = i = start + hint.length  # just after the last skipped message
+    while True:
+        i = _WS.match(text, i).end()  # type: ignore[union-attr]
+        if text[i:i + 1] == "]":
+            break
+        _expect(text, i, ",")
+        value, end = _DECODER.raw_decode(text, _WS.match(text, i + 1).end())  # type: ignore[union-attr]
+        after.append(value)
+        i = end
+    raw.end = end
+    return raw, Skipped(text, start, hint.length, hint.count), after, i + 1
+
+
+def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
     """``json.loads(data)`` for a body that is an object, plus where its ``messages`` array
     lies. Every value is decoded by the C scanner json.loads uses; only the top level is
-    stepped through here."""
+    stepped through here. With a ``hint`` the array matches, the messages it covers are
+    skipped (``obj["messages"]`` holds those after them)."""
     text = data.decode("utf-8")
+    skipped: Skipped | None = None
     i = _WS.match(text, 0).end()  # type: ignore[union-attr]
     _expect(text, i, "{")
     obj: dict[str, Any] = {}
     raw: RawMessages | None = None
     i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
     if text[i:i + 1] == "}":
-        return obj, None
+        return obj, None, None
     while True:
         _expect(text, i, '"')
         key, i = scanstring(text, i + 1)
@@ -130,8 +217,13 @@ def _walk(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
         _expect(text, i, ":")
         i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
         start = i
-        obj[key], i = _DECODER.raw_decode(text, i)
-        if key == "messages":
+        resumed = _resume(text, data, i, hint) if key == "messages" and hint is not None else None
+        if resumed is not None:
+            raw, skipped, obj[key], i = resumed
+        else:
+            obj[key], i = _DECODER.raw_decode(text, i)
+        if key == "messages" and resumed is None:
+            skipped = None
             raw = None
             if isinstance(obj[key], list) and obj[key]:
                 last = i - 1  # the array's "]"; its last element ends before the whitespace ahead of it
@@ -145,16 +237,18 @@ def _walk(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
         i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
     if _WS.match(text, i + 1).end() != len(text):  # type: ignore[union-attr]
         raise json.JSONDecodeError("Extra data", text, i + 1)
-    return obj, raw
+    return obj, raw, skipped
 
 
-def json_object_with_spans(data: bytes) -> tuple[dict[str, Any], RawMessages | None]:
-    """The body as a JSON object and, when it is plain UTF-8 JSON, where its messages lie;
-    anything the walk does not take goes through ``json_object`` (the same errors as before)."""
+def json_object_with_spans(data: bytes, hint: Hint | None = None
+                           ) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
+    """The body as a JSON object and, when it is plain UTF-8 JSON, where its messages lie
+    (and what of them ``hint`` let it skip); anything the walk does not take goes through
+    ``json_object`` (the same errors as before)."""
     try:
-        return _walk(data)
+        return _walk(data, hint)
     except (ValueError, RecursionError, IndexError):
-        return json_object(data), None
+        return json_object(data), None, None
 
 
 def model_name(body: dict[str, Any]) -> str:
@@ -170,10 +264,11 @@ def model_name(body: dict[str, Any]) -> str:
 def check_messages(body: ChatBody, first: int = 0, stop: int | None = None) -> None:
     """Validate ``body.messages[first:stop]`` in place (nulls dropped); a 400 naming the first
     bad message and field. Messages outside the range are the caller's to vouch for."""
-    messages = body.messages
-    stop = len(messages) if stop is None else min(stop, len(messages))
-    for i in range(max(first, 0), stop):
-        raw = messages[i]
+    first = max(first, 0)
+    stop = body.count if stop is None else min(stop, body.count)
+    messages, offset = body.window(first)
+    for i in range(first, stop):
+        raw = messages[i - offset]
         if isinstance(raw, dict):
             raw = _drop_nulls(raw)
         try:
@@ -181,22 +276,23 @@ def check_messages(body: ChatBody, first: int = 0, stop: int | None = None) -> N
         except SessionValidationError as exc:
             where = f"messages[{i}]" + (f".{exc.field}" if exc.field else "")
             raise bad_request(f"{where}: {str(exc).split(': ', 1)[-1]}", param=where) from None
-        messages[i] = raw
+        messages[i - offset] = raw
     if first <= body.checked:
         body.checked = max(body.checked, stop)
 
 
-def parse(data: bytes, *, lazy: bool = False) -> ChatBody:
+def parse(data: bytes, *, lazy: bool = False, hint: Hint | None = None) -> ChatBody:
     """The checked body; a GatewayError (400) naming the field otherwise. ``lazy``: every field
     but the messages themselves is checked now, the messages by ``check_messages`` later (the
-    gateway first looks for a stored history that already vouches for most of them)."""
-    body, raw = json_object_with_spans(data)
+    gateway first looks for a stored history that already vouches for most of them); then a
+    ``hint`` the message array matches leaves the messages it covers undecoded until read."""
+    body, raw, skipped = json_object_with_spans(data, hint if lazy else None)
     unknown = sorted(set(body) - KNOWN)
     if unknown:
         raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
     model = model_name(body)
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
+    if not isinstance(messages, list) or not (messages or skipped):
         raise bad_request("messages: give a non-empty list of messages", param="messages")
     n = body.get("n", 1)
     if n is not None and n != 1:
@@ -221,7 +317,7 @@ def parse(data: bytes, *, lazy: bool = False) -> ChatBody:
     params = {k: v for k, v in body.items() if k in FORWARDED and v is not None}
     out = ChatBody(model=model, messages=list(messages), stream=bool(stream),
                    include_usage=bool((options or {}).get("include_usage")), tools=tools,
-                   metadata=metadata, params=params, user=user, raw=raw, checked=0)
+                   metadata=metadata, params=params, user=user, raw=raw, checked=0, skipped=skipped)
     if not lazy:
         check_messages(out)
     return out

@@ -5,8 +5,9 @@ The client's messages are stored before anything is forwarded, so an upstream fa
 none of them (the client's retry then adds nothing new and is forwarded again)."""
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,8 @@ from .errors import GatewayError
 from .identity import Placement, place, store_reply
 from .live import forwarded
 
+log = logging.getLogger("dashboard.gateway")
+
 
 @dataclass
 class Prepared:
@@ -34,10 +37,16 @@ class Prepared:
     headers: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     endpoint: str = "chat/completions"
+    # what is left to do once the answer has been sent (see ``complete``); the view hands it
+    # to the response (``sent.AnswerThen``)
+    after: Callable[[], None] | None = None
 
-    def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None) -> None:
-        """The call's ``GatewayCall`` row: our estimate of what was sent beside the provider's usage."""
-        elapsed = time.perf_counter() - self.started
+    def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None,
+               answered: float | None = None) -> None:
+        """The call's ``GatewayCall`` row: our estimate of what was sent beside the provider's usage.
+        Its overhead is the time spent here, less the upstream's, until the answer was ready
+        (``answered``; else now)."""
+        elapsed = (answered or time.perf_counter()) - self.started
         record_quietly(self.session.pk, endpoint=self.endpoint, model=self.body.model, status_code=status,
                        run=self.run, estimated_prompt_tokens=self.session.context_total, usage=usage,
                        upstream_ms=upstream_s * 1000 if upstream_s is not None else None,
@@ -56,7 +65,8 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
     call's row)."""
     started = time.perf_counter()
     up = upstream.resolve(body.model)
-    upstream.refuse_remote_images(up, body.messages)
+    if not upstream.relayed(up):  # (an OpenAI-compatible upstream fetches images itself)
+        upstream.refuse_remote_images(up, body.messages)
     upstream.check_window(body.model, lambda: policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
     try:
@@ -114,7 +124,10 @@ def _stored(reply: dict[str, Any], usage: dict[str, int] | None) -> dict[str, An
 
 
 def complete(prep: Prepared) -> dict[str, Any]:
-    """Non-streaming: the completion object, after the reply is stored."""
+    """Non-streaming: the completion object. Storing the reply is left in ``prep.after``, to
+    run once the answer has been sent: the client does not wait for that write, and loses
+    nothing if it fails, since its next request carries the reply in its history (stored
+    then, by position: see ``identity.store_reply``)."""
     sent = time.perf_counter()
     try:
         response = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=False)
@@ -127,14 +140,32 @@ def complete(prep: Prepared) -> dict[str, Any]:
     choice = response.choices[0]
     reply = _reply(choice.message)
     usage = _usage(getattr(response, "usage", None))
-    store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
-                then=lambda: prep.record(200, usage, upstream_s))
     message = dict(reply, refusal=None)
+    answered = time.perf_counter()
+    prep.after = lambda: _store_reply(prep, reply, usage, upstream_s, answered)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": choice.finish_reason or "stop"}],
             "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+def _store_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | None, upstream_s: float,
+                 answered: float | None = None) -> None:
+    """The reply and the call's row, in one transaction, where the request left the history."""
+    store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
+                at=prep.placement.gateway.stored_count, then=lambda: prep.record(200, usage, upstream_s, answered))
+
+
+def store_after_sent(prep: Prepared) -> None:
+    """``prep.after`` for a response already sent: a failure is logged, never raised (the
+    client has its answer, and its next request brings the reply back)."""
+    if prep.after is None:
+        return
+    try:
+        prep.after()
+    except Exception:  # noqa: BLE001 - see above
+        log.exception("could not store the reply of session %s; the client's next request will", prep.session.pk)
 
 
 def stream(prep: Prepared) -> Iterator[dict[str, Any]]:
@@ -207,8 +238,9 @@ def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]
         reply["tool_calls"] = [calls[i] for i in sorted(calls)]
     if reply["content"] is None and not calls:
         reply["content"] = ""
-    store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
-                then=lambda: prep.record(200, usage, upstream_s))
+    # stored before the stream's last events: a streaming client has been reading all along,
+    # so the write is not what it waits for
+    _store_reply(prep, reply, usage, upstream_s)
     if finish is None:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
                "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}

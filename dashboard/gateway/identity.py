@@ -19,10 +19,11 @@ from compaction import Policy
 
 from ..models import GatewaySession, Project, Session
 from ..services import ServiceError
-from ..services.common import text_problem
+from ..services.common import batched_writes, text_problem, update_row
 from ..services.policies import effective_policy
 from ..services.sessions import append_messages, convert_payload, import_session
-from .body import ChatBody, check_messages
+from .body import ChatBody, Hint, check_messages
+from .candidates import locked
 from .durability import relax_commit
 from .errors import GatewayError, bad_request
 from .wire import extend_chain, lead_length, leading_digest
@@ -64,18 +65,18 @@ class Chains:
         if self._after is None:
             # what the trusted prefix does not cover is validated before it is digested
             check_messages(self.body, max(self.body.checked, self.base))
-            self._after = extend_chain(self.base_chain, self.body.messages[self.base:])
+            self._after = extend_chain(self.base_chain, self.body.after(self.base))
         return self._after[k - self.base - 1]
 
     def last(self) -> str:
-        return self.at(len(self.body.messages))
+        return self.at(self.body.count)
 
 
 def _trusted(body: ChatBody, cand: GatewaySession) -> bool:
     """Whether the request's message array starts with the very text the candidate's last
     request sent (so its first ``raw_count`` messages are the ones stored then)."""
     raw, count = body.raw, cand.raw_count
-    return (raw is not None and 0 < count <= len(body.messages) and count <= cand.stored_count
+    return (raw is not None and 0 < count <= body.count and count <= cand.stored_count
             and bool(cand.raw_digest) and raw.digest(cand.raw_length) == cand.raw_digest)
 
 
@@ -86,9 +87,30 @@ def _remember_raw(gw: GatewaySession, body: ChatBody, chains: Chains) -> list[st
     if raw is None or digest is None:
         gw.raw_count, gw.raw_length, gw.raw_digest, gw.raw_chain = 0, 0, "", ""
     else:
-        gw.raw_count, gw.raw_length, gw.raw_digest = len(body.messages), raw.length, digest
+        gw.raw_count, gw.raw_length, gw.raw_digest = body.count, raw.length, digest
         gw.raw_chain = chains.last()
     return ["raw_count", "raw_length", "raw_digest", "raw_chain"]
+
+
+# The last request of each identity named by header that this process placed: the next
+# request of that identity can then be parsed without decoding what it resends (body.Hint).
+# Only a hint: what a request continues is still decided against the stored rows.
+_HINTS: dict[tuple[int, str], Hint] = {}
+_HINTS_MAX = 10_000
+
+
+def hint(project_id: int, header: str | None) -> Hint | None:
+    """What this process last saw of the identity ``header`` names, if anything."""
+    value = header.strip() if header else ""
+    return _HINTS.get((project_id, f"id:{value}")) if value else None
+
+
+def _keep_hint(project_id: int, identity: str, gw: GatewaySession) -> None:
+    if not (gw.raw_digest and identity.startswith("id:")):
+        return
+    if len(_HINTS) >= _HINTS_MAX:
+        _HINTS.clear()
+    _HINTS[(project_id, identity)] = Hint(gw.raw_count, gw.raw_length, gw.raw_digest)
 
 
 def identity_of(body: ChatBody, header: str | None) -> tuple[str, str]:
@@ -117,14 +139,14 @@ def place(project: Project, body: ChatBody, header: str | None) -> Placement:
     store their messages one after the other, each checked against what the other stored."""
     identity, _source = identity_of(body, header)
     chains = Chains(body)
-    n = len(body.messages)
+    n = body.count
     try:
         with transaction.atomic():
             relax_commit()  # the client resends whatever this stores (see durability)
-            # with what each session's policy is read from, so the request reads it once, here
-            candidates = list(GatewaySession.objects.select_for_update(of=("self",))
-                              .select_related("session__policy", "session__project__active_policy")
-                              .filter(project=project, identity=identity).order_by("-id")[:CANDIDATES])
+            # with what each session's policy is read from, so the request reads it once, here;
+            # the sessions are locked too (as an append locks its session), and read under
+            # that lock, so storing what the request adds reads nothing again
+            candidates = locked(project.pk, identity, CANDIDATES)
             for cand in sorted(candidates, key=lambda c: (c.stored_count, c.pk), reverse=True):
                 k = cand.stored_count
                 if not 0 < k <= n:
@@ -132,31 +154,39 @@ def place(project: Project, body: ChatBody, header: str | None) -> Placement:
                 if chains.base == 0 and _trusted(body, cand):
                     chains.trust(cand.raw_count, cand.raw_chain)
                 if chains.at(k) == cand.chain:
-                    return _continue(cand, body, chains)
+                    placed = _continue(cand, body, chains)
+                    _keep_hint(project.pk, identity, cand)
+                    return placed
     except ServiceError as exc:
         raise _service_error(exc) from None
     check_messages(body, body.checked)  # a new session stores them all
-    return _start(project, body, identity, chains, candidates[0].session_id if candidates else None)
+    placed = _start(project, body, identity, chains, candidates[0].session_id if candidates else None)
+    _keep_hint(project.pk, identity, placed.gateway)
+    return placed
 
 
 def _continue(gw: GatewaySession, body: ChatBody, chains: Chains) -> Placement:
     """Store what the request adds to ``gw``'s session (the caller holds ``gw``'s lock)."""
-    messages = body.messages
     chains.last()  # validates what the trusted prefix does not cover, before anything is written
     policy, _row = effective_policy(gw.session)
-    new = messages[gw.stored_count:]
+    new = body.after(gw.stored_count)
     fields = _remember_raw(gw, body, chains)
-    if new:
-        gw.session = append_messages(gw.session, new, auto_compact=False, policy=policy).session
-        gw.stored_count = len(messages)
-        gw.chain = chains.last()
-        fields += ["stored_count", "chain"]
-    gw.save(update_fields=[*fields, "updated_at"])
+    with batched_writes():  # the rows below go to the database together, as the block ends
+        if new:
+            gw.session = append_messages(gw.session, new, auto_compact=False, policy=policy, locked=True).session
+            gw.stored_count = body.count
+            gw.chain = chains.last()
+            fields += ["stored_count", "chain"]
+        update_row(gw, [*fields, "updated_at"])
     return Placement(gw.session, gw, len(new), created=False, policy=policy)
 
 
 def _start(project: Project, body: ChatBody, identity: str, chains: Chains, forked_from: int | None) -> Placement:
     label = identity.split(":", 1)[1][:80] if not identity.startswith("lead:") else identity[5:17]
+    # the caller may hold the project unread (its id only): a new session reads all of it
+    project = Project.objects.select_related("active_policy").filter(pk=project.pk).first()  # type: ignore[assignment]
+    if project is None:
+        raise GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key")
     try:
         # the request's OpenAI metadata is kept on the session it starts, as an import keeps it
         imported = convert_payload(body.messages, tools=body.tools or None, format="openai", model=body.model,
@@ -174,19 +204,27 @@ def _start(project: Project, body: ChatBody, identity: str, chains: Chains, fork
     return Placement(result.session, gw, len(body.messages), created=True, forked_from=forked_from, policy=policy)
 
 
-def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy,
-                then: Callable[[], None] | None = None) -> Session:
-    """Append the upstream's reply (with its usage) to the session; a trigger that fires
-    now queues a background run, so the next request finds its context ready. ``then``
-    runs in the same transaction (the call's row: one commit for both)."""
+def store_reply(gateway_id: int, reply: dict[str, Any], policy: Policy, at: int,
+                then: Callable[[], None] | None = None) -> Session | None:
+    """Append the upstream's reply (with its usage) to the session at position ``at``, where
+    the request that asked for it left the history; a trigger that fires now queues a
+    background run, so the next request finds its context ready. ``then`` runs in the same
+    transaction (the call's row: one commit for both).
+
+    When the history has moved past ``at`` meanwhile, nothing is appended (None): either the
+    client's next request came first and stored this reply as its own message, or a twin
+    request (a client retrying after a timeout) stored its reply there; appending would put
+    two answers in a row."""
     with transaction.atomic():
         relax_commit()  # the client resends the reply in its next call (see durability)
         gw = GatewaySession.objects.select_for_update().get(pk=gateway_id)
-        # given the policy, the append reads nothing of the session but its id
-        result = append_messages(Session(pk=gw.session_id), [reply], auto_compact=True, policy=policy)
-        gw.stored_count += 1
-        gw.chain = extend_chain(gw.chain, [reply])[-1]
-        gw.save(update_fields=["stored_count", "chain", "updated_at"])
+        session = None
+        if gw.stored_count == at:
+            # given the policy, the append reads nothing of the session but its id
+            session = append_messages(Session(pk=gw.session_id), [reply], auto_compact=True, policy=policy).session
+            gw.stored_count += 1
+            gw.chain = extend_chain(gw.chain, [reply])[-1]
+            gw.save(update_fields=["stored_count", "chain", "updated_at"])
         if then is not None:
             then()
-    return result.session
+    return session

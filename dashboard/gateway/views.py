@@ -17,6 +17,8 @@ from ..models import Project
 from . import chat, responses
 from .body import parse
 from .errors import GatewayError
+from .identity import hint
+from .sent import AnswerThen
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -24,15 +26,15 @@ _bearer = BearerKey()
 
 
 def _project(request: HttpRequest) -> Project:
+    """The key's project, not read yet: most calls need only its id (to find the session,
+    whose policy the session query reads); its other fields load when first used, and a
+    new session reads it whole (``identity._start``)."""
     found = _bearer(request)
     if found is None:
         raise GatewayError(401, "Incorrect API key provided: give a project API key as the bearer token "
                                 "(the OpenAI client's api_key)", code="invalid_api_key",
                            headers={"WWW-Authenticate": 'Bearer realm="api"'})
-    project = Project.objects.select_related("active_policy").filter(pk=found.pk).first()
-    if project is None:
-        raise GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key")
-    return project
+    return Project.from_db(None, ["id"], [found.pk])
 
 
 def _sse(prep: chat.Prepared, first: dict[str, Any] | None, rest: Iterator[dict[str, Any]]) -> Iterator[bytes]:
@@ -57,11 +59,12 @@ def _sse(prep: chat.Prepared, first: dict[str, Any] | None, rest: Iterator[dict[
 def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     try:
         project = _project(request)
-        body = parse(request.body, lazy=True)
-        prep = chat.prepare(project, body, request.headers.get("X-Session-Id"))
+        header = request.headers.get("X-Session-Id")
+        body = parse(request.body, lazy=True, hint=hint(project.pk, header))
+        prep = chat.prepare(project, body, header)
         if not body.stream:
-            response: HttpResponse | StreamingHttpResponse = HttpResponse(
-                json.dumps(chat.complete(prep)), content_type="application/json")
+            completion = chat.complete(prep)
+            response: HttpResponse | StreamingHttpResponse = AnswerThen(completion, lambda: chat.store_after_sent(prep))
         else:
             chunks = chat.stream(prep)
             # The first chunk is awaited here, so an upstream that fails at once answers

@@ -39,7 +39,17 @@ from ..models import (
 from . import Conflict, Invalid, pins
 from .archive import store_entries
 from .branches import clean_key, split_filter_keys
-from .common import add_totals, clean_text, counter_for, empty_totals, now, text_problem, with_total
+from .common import (
+    add_totals,
+    clean_text,
+    counter_for,
+    empty_totals,
+    insert_rows,
+    now,
+    text_problem,
+    update_row,
+    with_total,
+)
 from .policies import apply_service_defaults, effective_policy, project_policy
 from .runs import pending_run, request_run
 
@@ -310,7 +320,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
 
 def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = True,
                     filter_keys: list | None = None, pinned: set[int] | None = None,
-                    policy: Policy | None = None) -> WriteResult:
+                    policy: Policy | None = None, locked: bool = False) -> WriteResult:
     """Append original messages to the history and the live context.
 
     Validation (shape and tool-call pairing against the session so far) happens under the
@@ -318,7 +328,10 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
     at all. Tokens are counted before the lock (they depend only on the message).
     ``filter_keys``: one branch filter key (or None) per message; ``pinned``: positions (in
     ``raws``) of messages kept through every compaction (see services.pins); ``policy``:
-    the session's effective policy when the caller has it already (one request, one read).
+    the session's effective policy when the caller has it already (one request, one read);
+    ``locked``: the caller's transaction already holds ``session``'s row lock and read the row
+    under it (then nothing is read again, and a failure here fails the caller's transaction,
+    which it must let end: there is no savepoint of its own).
     """
     if not isinstance(raws, list) or not raws:
         raise Invalid("messages: give at least one message")
@@ -336,21 +349,23 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
     probe = [Message(raw, "probe", Provenance.ORIGINAL, 0) for raw in raws]
     tokens = counter.count_many(probe)
     digests = [m.hash for m in probe]
-    with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
-        start = locked.message_count
-        _check_pairs(locked, raws, start)
+    if locked and not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("append_messages(locked=True) needs the caller's transaction that holds the lock")
+    with transaction.atomic(savepoint=not locked):
+        row = session if locked else Session.objects.select_for_update().get(pk=session.pk)
+        start = row.message_count
+        _check_pairs(row, raws, start)
         stamp = now()
-        previous_message_at = locked.last_message_at
-        StoredMessage.objects.bulk_create([_message_row(locked, start + k, raw, t, d, keys[k])
-                                     for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))], batch_size=500)
+        previous_message_at = row.last_message_at
+        insert_rows(StoredMessage, [_message_row(row, start + k, raw, t, d, keys[k])
+                                    for k, (raw, t, d) in enumerate(zip(raws, tokens, digests))])
         new_msgs = pins.pin([Message(raw, original_id(start + k), Provenance.ORIGINAL, start + k)
                              for k, raw in enumerate(raws)], pinned or set())
-        live, live_tokens, entries = _arrival(policy, counter, locked.pk, new_msgs, tokens,
-                                              _names_for(locked, raws))
-        store_entries(entries, session=locked)
-        version = locked.context_version + 1
-        _add_to_context(locked, start, live, live_tokens, version)
+        live, live_tokens, entries = _arrival(policy, counter, row.pk, new_msgs, tokens,
+                                              _names_for(row, raws))
+        store_entries(entries, session=row)
+        version = row.context_version + 1
+        _add_to_context(row, start, live, live_tokens, version)
 
         added = empty_totals()
         for t in tokens:
@@ -358,22 +373,22 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
         added_live = empty_totals()
         for t in live_tokens:
             add_totals(added_live, t.by_category)
-        locked.history_tokens = with_total(add_totals(dict(locked.history_tokens), added))
-        locked.history_total = locked.history_tokens["total"]
-        locked.context_tokens = with_total(add_totals(dict(locked.context_tokens), added_live))
-        locked.context_total = locked.context_tokens["total"]
-        locked.message_count = start + len(raws)
-        locked.context_messages += len(raws)
-        locked.context_version = version
-        locked.tokens_since_summary += sum(t.total for t in live_tokens)
-        locked.messages_since_summary += len(raws)
-        locked.last_message_at = stamp
+        row.history_tokens = with_total(add_totals(dict(row.history_tokens), added))
+        row.history_total = row.history_tokens["total"]
+        row.context_tokens = with_total(add_totals(dict(row.context_tokens), added_live))
+        row.context_total = row.context_tokens["total"]
+        row.message_count = start + len(raws)
+        row.context_messages += len(raws)
+        row.context_version = version
+        row.tokens_since_summary += sum(t.total for t in live_tokens)
+        row.messages_since_summary += len(raws)
+        row.last_message_at = stamp
         # only what an append changes: the row also holds the tool schemas and metadata,
         # which an append has no reason to serialise and write again
-        locked.save(update_fields=_APPEND_FIELDS)
-        result = WriteResult(session=locked, positions=list(range(start, start + len(raws))))
+        update_row(row, _APPEND_FIELDS)
+        result = WriteResult(session=row, positions=list(range(start, start + len(raws))))
         if auto_compact:
-            _check_trigger(locked, policy, result, last_message_at=previous_message_at,
+            _check_trigger(row, policy, result, last_message_at=previous_message_at,
                            filter_key=_trigger_key(keys))
     return result
 
@@ -395,9 +410,8 @@ def _add_to_context(session: Session, start: int, live: list[Message], tokens: l
         ctx.write_whole(_dumps(everything), _dumps(render_messages([Message.from_dict(i) for i in everything])),
                         version)
         return
-    ContextTail.objects.bulk_create([
-        ContextTail(session=session, position=start + k, item=_dumps(item), rendered=_dumps(m.raw))
-        for k, (m, item) in enumerate(zip(live, items))], batch_size=500)
+    insert_rows(ContextTail, [ContextTail(session=session, position=start + k, item=_dumps(item),
+                                          rendered=_dumps(m.raw)) for k, (m, item) in enumerate(zip(live, items))])
 
 
 def _names_for(session: Session, raws: list[dict]) -> dict[str, str]:

@@ -11,6 +11,7 @@ import pytest
 from dashboard.models import CompactionRun, GatewayCall
 from dashboard.services.keys import create_api_key
 from tests.browser.conftest import ARTIFACTS, settle
+from tests.support import gateway_writes
 from tests.support.llm_server import error, ok, scripted_llm_server, tool_call
 
 pytestmark = pytest.mark.browser
@@ -57,12 +58,14 @@ def _agent(oai: openai.OpenAI, server, turns: int) -> tuple[list[dict], int]:
 
 
 def test_the_calls_table_of_a_gateway_session_renders_and_pages(page, signed_in, console, project, live_server,
-                                                                settings):
+                                                                settings, monkeypatch):
     _row, key = create_api_key(project, "browser")
+    gateway_writes.install(monkeypatch)
     with scripted_llm_server() as server:
         settings.GATEWAY_API_BASE = server.api_base
         settings.GATEWAY_API_KEY = "operator-key"
-        oai = openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0)
+        oai = openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0,
+                            http_client=gateway_writes.http_client())
         _history, sid = _agent(oai, server, turns=22)
     calls = GatewayCall.objects.filter(session_id=sid).count()
     assert calls == 24  # 22 completions, the refused one, the compaction

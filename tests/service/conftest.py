@@ -27,6 +27,7 @@ from dashboard.celery import app, use_broker
 from dashboard.services import keys
 from dashboard.services.keys import create_api_key, get_or_create_project
 from tests.service.helpers import chat
+from tests.support import gateway_writes
 from tests.support.llm_server import ScriptedLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -178,6 +179,13 @@ def llm_server(settings, monkeypatch):
         monkeypatch.setenv("COMPACTION_CONNECTIONS", json.dumps(declared))
         yield server
 
+
+
+@pytest.fixture(autouse=True)
+def _gateway_writes(monkeypatch):
+    """Gateway answers are counted until the write after them has run (see
+    tests.support.gateway_writes): the gateway tests' SDK clients wait for it."""
+    gateway_writes.install(monkeypatch)
 
 
 @pytest.fixture(autouse=True)

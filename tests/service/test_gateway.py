@@ -15,6 +15,7 @@ from dashboard.gateway.wire import broken_pair
 from dashboard.models import CompactionRun, GatewaySession, Session, StoredMessage
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
+from tests.support import gateway_writes
 from tests.support.llm_server import ScriptedLLMServer, error, ok, slow, tool_call
 
 WINDOW = 6000
@@ -41,7 +42,10 @@ def gateway(live_server, transactional_db, project, llm_server, settings):
 
 
 def sdk(live_server, key: str, **kw) -> openai.OpenAI:
-    return openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0, **kw)
+    """The OpenAI SDK pointed at the gateway; a call returns once the gateway has stored
+    its reply (which it does after answering: see tests.support.gateway_writes)."""
+    return openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0,
+                         http_client=gateway_writes.http_client(), **kw)
 
 
 def _tool_output(i: int) -> str:

@@ -18,6 +18,7 @@ from dashboard.models import CompactionRun, GatewayCall, GatewaySession, Session
 from dashboard.services.common import counter_for
 from dashboard.services.policies import activate_policy, create_policy
 from tests.service.test_gateway import Client, gateway  # noqa: F401 - the live server fixture, reused
+from tests.support import gateway_writes
 from tests.support.llm_server import error, ok, slow, tool_call
 
 MODEL = "claude-sonnet-4-6"
@@ -28,7 +29,10 @@ COMPACT_BETA = "compact-2026-01-12"
 
 
 def sdk(live_server, key: str, **kw) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=live_server.url, api_key=key, max_retries=0, **kw)
+    """The Anthropic SDK pointed at the gateway; a call returns once the gateway has stored
+    its reply (see tests.support.gateway_writes)."""
+    return anthropic.Anthropic(base_url=live_server.url, api_key=key, max_retries=0,
+                               http_client=gateway_writes.http2_client(), **kw)
 
 
 def _policy(window: int, **changes) -> Policy:

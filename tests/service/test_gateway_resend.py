@@ -7,13 +7,16 @@ Django's test client as raw bytes (so the tests choose the exact serialisation),
 scripted OpenAI-compatible server over real HTTP."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from django.db import connection, transaction
 from django.test import Client as DjangoClient
 
-from dashboard.models import GatewaySession, StoredMessage
+from dashboard.gateway import chat, identity
+from dashboard.gateway.body import Hint, parse
+from dashboard.models import GatewayCall, GatewaySession, StoredMessage
 from tests.service import test_gateway
 from tests.support.llm_server import empty, error, garbage, ok
 
@@ -176,3 +179,96 @@ def test_the_gateways_relaxed_commit_stays_inside_its_own_transactions(gateway, 
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SHOW synchronous_commit")
         assert cur.fetchone()[0] == "on"
+
+
+def _answered(project, messages: list[dict], session: str):
+    """A chat completion answered but whose response has not been closed yet: what the client
+    holds while the gateway's write after the answer (``prep.after``) is still to run."""
+    prep = chat.prepare(project, parse(json.dumps({"model": "gpt-4o", "messages": messages}).encode(), lazy=True),
+                        session)
+    return prep, chat.complete(prep)["choices"][0]["message"]
+
+
+def test_the_reply_is_stored_after_the_answer_and_a_next_request_that_comes_first_stores_it_once(
+        gateway, project, llm_server):
+    key, history = project.test_key, _history(3) + [{"role": "user", "content": "go"}]
+    llm_server.script(ok("first answer"))
+    prep, reply = _answered(project, history, "late-write")
+    sid = prep.session.pk
+    assert len(_stored(sid)) == len(history), "the client's messages are stored before the call; the reply not yet"
+    assert not GatewayCall.objects.filter(session_id=sid).exists()
+
+    # The client's next call arrives before that write: it carries the reply, which it stores.
+    history += [{k: v for k, v in reply.items() if v is not None}, {"role": "user", "content": "and then?"}]
+    llm_server.script(ok("second answer"))
+    status, answer, headers = _post(key, history, session="late-write")
+    assert (status, int(headers["x-compaction-session"])) == (200, sid)
+    assert llm_server.requests[-1].messages[-2]["content"] == "first answer"
+
+    chat.store_after_sent(prep)  # the first response's close() comes last
+    stored = _stored(sid)
+    assert [m["content"] for m in stored] == [m["content"] for m in history] + ["second answer"], \
+        "each answer is in the history once, where the client put it"
+    gw = GatewaySession.objects.get(session_id=sid)
+    assert gw.stored_count == len(stored)
+    assert GatewayCall.objects.filter(session_id=sid, status_code=200).count() == 2, "both calls are recorded"
+
+
+def test_a_twin_request_answered_twice_stores_one_reply(gateway, project, llm_server):
+    """A client retrying a call it timed out on: both calls are answered, one reply is kept."""
+    history = _history(2) + [{"role": "user", "content": "once"}]
+    llm_server.script(ok("answer A"), ok("answer B"))
+    first, _a = _answered(project, history, "twins")
+    second, _b = _answered(project, history, "twins")
+    assert first.session.pk == second.session.pk
+    chat.store_after_sent(first)
+    chat.store_after_sent(second)
+    stored = _stored(first.session.pk)
+    assert [m["content"] for m in stored[len(history):]] == ["answer A"], "no two answers in a row"
+    assert GatewayCall.objects.filter(session_id=first.session.pk).count() == 2
+
+
+def test_a_resend_is_parsed_without_decoding_what_the_stored_history_vouches_for(gateway, project, llm_server):
+    history = _history(6) + [{"role": "user", "content": "first"}]
+    llm_server.script(ok("a1"))
+    status, answer, _headers = _post(project.test_key, history, session="lazy")
+    assert status == 200
+    seen = identity.hint(project.pk, "lazy")
+    assert seen is not None and seen.count == len(history)
+    assert identity.hint(project.pk, "another") is None and identity.hint(project.pk, None) is None
+
+    resend = history + [answer["choices"][0]["message"], {"role": "user", "content": "second"}]
+    text = json.dumps({"model": "gpt-4o", "messages": resend}).encode()
+    body = parse(text, lazy=True, hint=seen)
+    assert body.skipped is not None and "messages" not in body.__dict__, "the part seen before is not decoded"
+    assert body.count == len(resend)
+    assert [m["content"] for m in body.after(len(history))] == ["a1", "second"]
+    assert body.messages == json.loads(text)["messages"], "reading the messages decodes all of them, in order"
+
+    # Anything else decodes the whole array: an edit in the part seen before, other spacing.
+    edited = [dict(m) for m in resend]
+    edited[2]["content"] += " (edited)"
+    for other in (json.dumps({"model": "gpt-4o", "messages": edited}),
+                  json.dumps({"model": "gpt-4o", "messages": resend}, indent=1)):
+        body = parse(other.encode(), lazy=True, hint=seen)
+        assert body.skipped is None and body.messages == json.loads(other)["messages"]
+
+
+@pytest.mark.parametrize("stale", ["shorter", "garbled"])
+def test_a_hint_that_disagrees_with_the_stored_rows_costs_time_and_nothing_else(gateway, project, llm_server, stale):
+    """The hint is this process's memory; the stored rows decide. A hint from an older request
+    (as when another process served the newer ones) or a wrong one changes no outcome."""
+    history = _history(4) + [{"role": "user", "content": "start"}]
+    llm_server.script(ok("a1"), ok("a2"))
+    status, answer, headers = _post(project.test_key, history, session="stale")
+    sid = headers["x-compaction-session"]
+    history += [answer["choices"][0]["message"], {"role": "user", "content": "next"}]
+    prefix = json.dumps(history[:1])[:-1]  # "[" and the first message: the text of a one-message request
+    digest = hashlib.sha256(prefix.encode()).hexdigest() if stale == "shorter" else "0" * 64
+    identity._HINTS[(project.pk, "id:stale")] = Hint(1, len(prefix), digest)
+    status, answer, headers = _post(project.test_key, history, session="stale")
+    assert (status, headers["x-compaction-session"]) == (200, sid)
+    assert "x-compaction-forked-from" not in headers
+    history.append(answer["choices"][0]["message"])
+    assert [m["content"] for m in _stored(int(sid))] == [m["content"] for m in history]
+    assert llm_server.requests[-1].messages[-1]["content"] == "next"
