@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Literal, Protocol, TypedDict, get_args
 
@@ -57,6 +58,12 @@ class ArchivedItem:
     tool_call_id: str | None = None
     tool_name: str | None = None
 
+    @cached_property
+    def canonical(self) -> str:
+        """The message as canonical JSON, built once: the entry's handle, its content hash and
+        its size all read it."""
+        return canonical_json(self.raw)
+
     def to_dict(self) -> ArchivedItemRecord:
         return {"message_id": self.message_id, "ordinal": self.ordinal, "raw": self.raw,
                 "tool_call_id": self.tool_call_id, "tool_name": self.tool_name}
@@ -85,7 +92,7 @@ class ArchiveEntry:
 
     @property
     def size_chars(self) -> int:
-        return sum(len(canonical_json(i.raw)) for i in self.items)
+        return sum(len(i.canonical) for i in self.items)
 
     def to_dict(self) -> ArchiveEntryRecord:
         return {"id": self.id, "session_id": self.session_id, "kind": self.kind, "run_id": self.run_id,
@@ -104,7 +111,7 @@ class ArchiveEntry:
 def items_hash(items: Iterable[ArchivedItem]) -> str:
     h = hashlib.sha256()
     for item in items:
-        h.update(canonical_json(item.raw).encode("utf-8"))
+        h.update(item.canonical.encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
 
@@ -125,7 +132,7 @@ def entry_id(session_id: str, kind: str, items: Sequence[ArchivedItem], *, salt:
         h.update(b"\0")
     for item in items:
         h.update(f"{item.message_id}\0{item.ordinal}\0".encode("utf-8", "surrogatepass"))
-        h.update(canonical_json(item.raw).encode("utf-8", "surrogatepass"))
+        h.update(item.canonical.encode("utf-8", "surrogatepass"))
         h.update(b"\n")
     return "ar_" + h.hexdigest()[:16]
 

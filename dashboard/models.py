@@ -556,18 +556,6 @@ class CompactionRun(models.Model):
                     .update(heartbeat_at=timezone.now()))
 
     @classmethod
-    def record_progress(cls, run_id: int, token: str, step: str, detail: dict[str, Any]) -> None:
-        """The step the execution holding ``token`` is at (also a heartbeat)."""
-        cls.objects.filter(pk=run_id, claim_token=token).update(
-            progress_step=step[:50], progress_detail=json_safe(detail), heartbeat_at=timezone.now())
-
-    @classmethod
-    def record_attempt(cls, run_id: int, token: str, attempt: int) -> None:
-        """The summary attempt the execution holding ``token`` is at (also a heartbeat)."""
-        cls.objects.filter(pk=run_id, claim_token=token).update(progress_attempt=attempt,
-                                                                heartbeat_at=timezone.now())
-
-    @classmethod
     def mark_inline(cls, run_id: int, reason: str) -> None:
         """To be executed in the requesting process: the broker could not take it."""
         cls.objects.filter(pk=run_id).update(inline=True, inline_reason=reason)

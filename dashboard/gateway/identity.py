@@ -20,11 +20,11 @@ from compaction import Policy
 from ..models import GatewaySession, Project, Session
 from ..services import ServiceError
 from ..services.common import batched_writes, text_problem, update_row
+from ..services.durability import relax_commit
 from ..services.policies import effective_policy
 from ..services.sessions import append_messages, convert_payload, import_session
 from .body import ChatBody, Hint, check_messages
 from .candidates import locked
-from .durability import relax_commit
 from .errors import GatewayError, bad_request
 from .wire import extend_chain, lead_length, leading_digest
 

@@ -1,4 +1,6 @@
 """Token accounting: exact per encoding, images by tiles, categories, O(1) appends."""
+import json
+
 import pytest
 import tiktoken
 
@@ -7,13 +9,16 @@ from compaction.images import UNKNOWN_IMAGE_TOKENS
 from compaction.messages import wrap_originals
 from compaction.tokens import (
     MESSAGE_OVERHEAD,
+    SEGMENTED_ENCODINGS,
+    SEGMENTED_FROM_CHARS,
     TOOL_CALL_OVERHEAD,
     CharCounter,
     MessageCounter,
+    TiktokenCounter,
     encoding_for_model,
     make_counter,
 )
-from tests.corpus import session
+from tests.corpus import corpus_files, session
 
 
 def test_encoding_follows_the_model_family():
@@ -29,6 +34,45 @@ def test_text_counts_match_tiktoken_exactly_offline():
     for enc in ("o200k_base", "cl100k_base"):
         ours = make_counter(encoding=enc).count_text(text)
         assert ours == len(tiktoken.get_encoding(enc).encode_ordinary(text))
+
+
+def _long_texts() -> list[str]:
+    """Long texts of the kinds a summarizer prompt and a tool output hold: every corpus
+    transcript rendered as one text, and hand-made ones with newlines before spaces,
+    slashes, punctuation, CJK, emoji and a blank-line run at the very end."""
+    texts = []
+    for path in corpus_files():
+        data = json.loads(path.read_text())
+        lines = []
+        for m in data.get("messages", []):
+            content = m.get("content")
+            if isinstance(content, list):
+                content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+            lines.append(f"[{m.get('role')}]\n{content or ''}")
+            for call in m.get("tool_calls") or []:
+                lines.append(json.dumps(call, ensure_ascii=False))
+        texts.append("\n\n".join(lines))
+    tricky = ("x = 1.\n/usr/bin/env\n\n  indented\n\t tab\n'sentence'\n\n\n日本語の行\n🙂 emoji\n"
+              "punct!!\n\n/slash\n)\n\r\nwindows\r\nend.\n\n")
+    texts.append(tricky * 800)
+    texts.append(("a" * 40 + "\n") * 1000 + "\n\n\n")
+    return [t for t in texts if len(t) >= SEGMENTED_FROM_CHARS]
+
+
+@pytest.mark.parametrize("encoding", sorted(SEGMENTED_ENCODINGS))
+def test_long_texts_counted_line_by_line_match_a_whole_count_exactly(encoding):
+    """Long texts are counted in line segments whose counts are remembered; the sum must be
+    what tiktoken says of the whole text, for every corpus transcript and tricky text."""
+    enc = tiktoken.get_encoding(encoding)
+    texts = _long_texts()
+    assert len(texts) >= 10
+    for text in texts:
+        counter = TiktokenCounter(encoding)
+        expected = len(enc.encode_ordinary(text))
+        assert counter.count_text(text) == expected
+        # the same text inside a prompt: counted again, mostly from remembered lines
+        wrapped = "Summarize this.\n<conversation>\n" + text + "\n</conversation>\nNow write it."
+        assert counter.count_text(wrapped) == len(enc.encode_ordinary(wrapped))
 
 
 def test_a_message_costs_its_text_plus_documented_overhead():

@@ -10,6 +10,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
 
 from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
 from compaction.errors import SummaryError
@@ -21,6 +22,7 @@ from .. import branches as branch_service
 from .. import connections
 from ..archive import BufferedArchive
 from ..common import counter_for, insert_rows
+from ..durability import relaxed_transaction
 from .claim import Claim, claim
 from .commit import commit, fail, skip
 from .recover import requeue_now
@@ -68,7 +70,10 @@ class Reporter:
 
     Events are written in batches (a reduction step can emit one per message): when the
     step changes, when EVENT_BATCH are waiting or EVENT_FLUSH_SECONDS have passed, and by
-    ``flush`` before the run's outcome is written, so a finished run has all its events."""
+    ``flush`` before the run's outcome is written, so a finished run has all its events.
+    Each write is one transaction holding the waiting events and the latest progress, and
+    its commit does not wait for the log flush (see services/durability): the outcome's
+    commit, which does, makes them durable with it."""
 
     EVENT_BATCH = 100
     EVENT_FLUSH_SECONDS = 0.25
@@ -78,6 +83,7 @@ class Reporter:
         self.attempt = 0
         self.summary_request: dict[str, Any] | None = None
         self._pending: list[RunEvent] = []
+        self._progress: dict[str, Any] | None = None  # fields of the run not written yet
         self._since = time.monotonic()
 
     def event(self, event: dict[str, Any]) -> None:
@@ -88,29 +94,35 @@ class Reporter:
             self._pending.append(RunEvent(run_id=self.run_id, kind=kind[:50], data=json_safe(event),
                                           delivery=self.delivery))
             if kind == "generate_summary":
-                self.flush()
                 self.attempt += 1
-                CompactionRun.record_attempt(self.run_id, self.token, self.attempt)
+                self._note(progress_attempt=self.attempt)
+                self.flush()
             elif len(self._pending) >= self.EVENT_BATCH or time.monotonic() - self._since >= self.EVENT_FLUSH_SECONDS:
                 self.flush()
         except Exception:  # noqa: BLE001 - diagnostics must not break a run
             log.warning("could not record event of run %s", self.run_id, exc_info=True)
 
+    def progress(self, step: str, detail: dict[str, Any]) -> None:
+        self._note(progress_step=step[:50], progress_detail=json_safe(detail))
+        self.flush()
+
+    def _note(self, **fields: Any) -> None:
+        self._progress = {**(self._progress or {}), **fields, "heartbeat_at": timezone.now()}
+
     def flush(self) -> None:
         pending, self._pending, self._since = self._pending, [], time.monotonic()
-        if not pending:
+        progress, self._progress = self._progress, None
+        if not pending and not progress:
             return
         try:
-            insert_rows(RunEvent, pending)
+            with relaxed_transaction():
+                if pending:
+                    insert_rows(RunEvent, pending)
+                if progress:
+                    CompactionRun.objects.filter(pk=self.run_id, claim_token=self.token).update(**progress)
         except Exception:  # noqa: BLE001 - diagnostics must not break a run
-            log.warning("could not record %d events of run %s", len(pending), self.run_id, exc_info=True)
-
-    def progress(self, step: str, detail: dict[str, Any]) -> None:
-        self.flush()
-        try:
-            CompactionRun.record_progress(self.run_id, self.token, step, detail)
-        except Exception:  # noqa: BLE001
-            log.warning("could not record progress of run %s", self.run_id, exc_info=True)
+            log.warning("could not record %d events or the progress of run %s", len(pending), self.run_id,
+                        exc_info=True)
 
 
 def execute(run_id: int) -> RunResult:
