@@ -19,7 +19,7 @@ from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
 from .body import ChatBody
 from .compact import before_call
-from .errors import GatewayError
+from .errors import GatewayError, project_gone
 from .identity import Placement, place, store_reply
 from .live import forwarded
 
@@ -54,7 +54,10 @@ class Prepared:
 
 
 def policy_for(project: Project, model: str) -> Policy:
-    base, _row = project_policy(project)
+    try:
+        base, _row = project_policy(project)  # the first read of the project's fields (views._project)
+    except Project.DoesNotExist:
+        raise project_gone() from None
     return apply_service_defaults(base, Session(project=project, model=model))
 
 

@@ -36,6 +36,12 @@ class GatewayError(Exception):
         return out
 
 
+def project_gone() -> GatewayError:
+    """The key's project was deleted while the key was still cached (API_KEY_CACHE_SECONDS)."""
+    return GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key",
+                        headers={"WWW-Authenticate": 'Bearer realm="api"'})
+
+
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:
     return GatewayError(400, message, param=param, code=code)
 

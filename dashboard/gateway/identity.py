@@ -25,7 +25,7 @@ from ..services.policies import effective_policy
 from ..services.sessions import append_messages, convert_payload, import_session
 from .body import ChatBody, Hint, check_messages
 from .candidates import locked
-from .errors import GatewayError, bad_request
+from .errors import GatewayError, bad_request, project_gone
 from .wire import extend_chain, lead_length, leading_digest
 
 # Sessions of one identity looked at per request (a client forking more often than this
@@ -186,7 +186,7 @@ def _start(project: Project, body: ChatBody, identity: str, chains: Chains, fork
     # the caller may hold the project unread (its id only): a new session reads all of it
     project = Project.objects.select_related("active_policy").filter(pk=project.pk).first()  # type: ignore[assignment]
     if project is None:
-        raise GatewayError(401, "the project of this API key no longer exists", code="invalid_api_key")
+        raise project_gone()
     try:
         # the request's OpenAI metadata is kept on the session it starts, as an import keeps it
         imported = convert_payload(body.messages, tools=body.tools or None, format="openai", model=body.model,

@@ -178,6 +178,22 @@ def test_a_wrong_key_gets_401_and_another_project_never_reaches_the_session(gate
     assert Client(other_project).get(f"/api/sessions/{mine_id}").status_code == 404
 
 
+def test_a_key_whose_project_was_just_deleted_gets_401_not_500(gateway, project, llm_server, settings):
+    """Keys are cached for API_KEY_CACHE_SECONDS: within that time a deleted project's key
+    still authenticates, and every path that then reads the project must refuse it."""
+    settings.API_KEY_CACHE_SECONDS = 60
+    oai = sdk(gateway, project.test_key)
+    with pytest.raises(openai.BadRequestError):  # authenticates (and caches the key), stores nothing
+        oai.chat.completions.create(model="gpt-4o", messages=[{"role": "wizard", "content": "x"}])
+    type(project).objects.filter(pk=project.pk).delete()
+    for model in ("gpt-4o", "a-local-model-litellm-does-not-know"):  # the second needs the project's window
+        with pytest.raises(openai.AuthenticationError) as gone:
+            oai.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}])
+        assert gone.value.status_code == 401
+        assert "no longer exists" in gone.value.message
+    assert not llm_server.requests
+
+
 # -- what the client's history says about its session -----------------------------------------
 
 def test_identity_header_metadata_user_and_leading_messages(gateway, project, llm_server):
