@@ -297,6 +297,9 @@ RUN_TIME_LIMIT = env_int("RUN_TIME_LIMIT", 660)
 # Every worker checks every RUN_RECOVERY_INTERVAL seconds, so a dead run is noticed within
 # RUN_STALE_AFTER + RUN_RECOVERY_INTERVAL (13 s with the defaults).
 RUN_HEARTBEAT_INTERVAL = env_float("RUN_HEARTBEAT_INTERVAL", 2.0)
+# A run writes its progress and events as they come only once it has run this long; a
+# shorter one (most runs with the offline summarizer) writes them once, with its outcome.
+RUN_PROGRESS_AFTER = env_float("RUN_PROGRESS_AFTER", 0.5)
 RUN_STALE_AFTER = env_float("RUN_STALE_AFTER", 10.0)
 RUN_RECOVERY_INTERVAL = env_float("RUN_RECOVERY_INTERVAL", 3.0)
 RUN_MAX_DELIVERIES = env_int("RUN_MAX_DELIVERIES", 3)

@@ -55,6 +55,27 @@ def test_a_forced_run_is_completed_by_a_worker_process(broker, start_worker, liv
 
 
 @pytest.mark.slow
+def test_a_run_inside_a_long_summary_call_shows_its_step_before_it_ends(start_worker, live_api, llm_server):
+    """A run writes its progress only after RUN_PROGRESS_AFTER seconds, and then on every
+    heartbeat: one waiting on a slow summarizer must show that it is summarizing while it
+    waits, not only once it is done."""
+    llm_server.script(slow(4.0, "SUMMARY: modules inspected, tests pass."))
+    start_worker("filesystem")
+    sid = new_session(live_api, turns=10)
+    run = request_run(Session.objects.get(pk=sid), policy=llm_policy(llm_server), reason="slow summary")
+    seen = wait_for(lambda: (lambda r: r if r.status == "running" and r.progress_step == "summarize" else None)(
+        run_row(run.pk)), timeout=60, interval=0.05, what="the run to show its summarize step")
+    assert seen.finished_at is None
+    assert RunEvent.objects.filter(run_id=run.pk, kind="started").exists()
+    done = wait_for(lambda: finished(run.pk), timeout=60, what="the run to finish")
+    assert done.status == "succeeded", done.error
+    assert done.progress_step == "done" and done.progress_attempt == 1
+    kinds = list(RunEvent.objects.filter(run_id=run.pk).order_by("id").values_list("kind", flat=True))
+    assert kinds[:2] == ["queued", "started"] and kinds[-1] == "succeeded"
+    assert kinds.index("generate_summary") < kinds.index("succeeded")
+
+
+@pytest.mark.slow
 def test_concurrent_appends_while_forced_runs_execute_lose_and_reorder_nothing(start_worker, live_api, client,
                                                                               llm_server):
     # Summaries take 0.4 s each, so runs overlap the appends; two pool processes could

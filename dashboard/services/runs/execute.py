@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -16,7 +17,7 @@ from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
 from compaction.errors import SummaryError
 from compaction.messages import Message
 
-from ...models import CompactionRun, RunEvent, json_safe
+from ...models import CompactionRun, RunEvent, RunStatus, json_safe
 from ...text_repair import RepairCount, counting_repairs
 from .. import branches as branch_service
 from .. import connections
@@ -33,10 +34,12 @@ log = logging.getLogger("dashboard.runs")
 
 class Heartbeat:
     """Writes ``heartbeat_at`` every RUN_HEARTBEAT_INTERVAL seconds while a run executes; a run
-    whose heartbeat stops (its worker died) is queued again by the recovery loop."""
+    whose heartbeat stops (its worker died) is queued again by the recovery loop. Each beat
+    also calls ``on_beat`` (the reporter's flush: a run inside a long summary call shows
+    where it is)."""
 
-    def __init__(self, run_id: int, token: str):
-        self.run_id, self.token = run_id, token
+    def __init__(self, run_id: int, token: str, on_beat: Callable[[], None] | None = None):
+        self.run_id, self.token, self.on_beat = run_id, token, on_beat
         self.interval = settings.RUN_HEARTBEAT_INTERVAL
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -54,6 +57,8 @@ class Heartbeat:
             while not self._stop.wait(self.interval):
                 try:
                     CompactionRun.beat(self.run_id, self.token)
+                    if self.on_beat is not None:
+                        self.on_beat()
                 except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
                     log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
         finally:
@@ -68,12 +73,13 @@ class Heartbeat:
 class Reporter:
     """Writes engine events as RunEvent rows and progress (step, attempt) on the run.
 
-    Events are written in batches (a reduction step can emit one per message): when the
-    step changes, when EVENT_BATCH are waiting or EVENT_FLUSH_SECONDS have passed, and by
-    ``flush`` before the run's outcome is written, so a finished run has all its events.
-    Each write is one transaction holding the waiting events and the latest progress, and
-    its commit does not wait for the log flush (see services/durability): the outcome's
-    commit, which does, makes them durable with it."""
+    For its first RUN_PROGRESS_AFTER seconds a run writes nothing of either: most runs end
+    by then, and ``flush`` writes all of it once, before the outcome. After that, events
+    are written in batches (a reduction step can emit one per message): when the step
+    changes, when EVENT_BATCH are waiting or EVENT_FLUSH_SECONDS have passed, and on every
+    heartbeat. Each write is one transaction holding the waiting events and the latest
+    progress, and its commit does not wait for the log flush (see services/durability):
+    the outcome's commit, which does, makes them durable with it."""
 
     EVENT_BATCH = 100
     EVENT_FLUSH_SECONDS = 0.25
@@ -85,44 +91,56 @@ class Reporter:
         self._pending: list[RunEvent] = []
         self._progress: dict[str, Any] | None = None  # fields of the run not written yet
         self._since = time.monotonic()
+        self._quiet_until = self._since + settings.RUN_PROGRESS_AFTER
+        # The heartbeat's thread flushes too; one write at a time keeps the events in order.
+        self._lock = threading.Lock()
 
     def event(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type") or "event")
         if kind == "summary_request" and "filter_key" not in event:
             self.summary_request = event
         try:
-            self._pending.append(RunEvent(run_id=self.run_id, kind=kind[:50], data=json_safe(event),
-                                          delivery=self.delivery))
-            if kind == "generate_summary":
-                self.attempt += 1
-                self._note(progress_attempt=self.attempt)
-                self.flush()
-            elif len(self._pending) >= self.EVENT_BATCH or time.monotonic() - self._since >= self.EVENT_FLUSH_SECONDS:
-                self.flush()
+            row = RunEvent(run_id=self.run_id, kind=kind[:50], data=json_safe(event), delivery=self.delivery)
+            with self._lock:
+                self._pending.append(row)
+                if kind == "generate_summary":
+                    self.attempt += 1
+                    self._note(progress_attempt=self.attempt)
+            if kind == "generate_summary" or len(self._pending) >= self.EVENT_BATCH or \
+                    time.monotonic() - self._since >= self.EVENT_FLUSH_SECONDS:
+                self._flush_unless_quiet()
         except Exception:  # noqa: BLE001 - diagnostics must not break a run
             log.warning("could not record event of run %s", self.run_id, exc_info=True)
 
     def progress(self, step: str, detail: dict[str, Any]) -> None:
-        self._note(progress_step=step[:50], progress_detail=json_safe(detail))
-        self.flush()
+        with self._lock:
+            self._note(progress_step=step[:50], progress_detail=json_safe(detail))
+        self._flush_unless_quiet()
 
     def _note(self, **fields: Any) -> None:
         self._progress = {**(self._progress or {}), **fields, "heartbeat_at": timezone.now()}
 
+    def _flush_unless_quiet(self) -> None:
+        if time.monotonic() >= self._quiet_until:
+            self.flush()
+
     def flush(self) -> None:
-        pending, self._pending, self._since = self._pending, [], time.monotonic()
-        progress, self._progress = self._progress, None
-        if not pending and not progress:
-            return
-        try:
-            with relaxed_transaction():
-                if pending:
-                    insert_rows(RunEvent, pending)
-                if progress:
-                    CompactionRun.objects.filter(pk=self.run_id, claim_token=self.token).update(**progress)
-        except Exception:  # noqa: BLE001 - diagnostics must not break a run
-            log.warning("could not record %d events or the progress of run %s", len(pending), self.run_id,
-                        exc_info=True)
+        """Write the waiting events and progress now."""
+        with self._lock:
+            pending, self._pending, self._since = self._pending, [], time.monotonic()
+            progress, self._progress = self._progress, None
+            if not pending and not progress:
+                return
+            try:
+                with relaxed_transaction():
+                    if pending:
+                        insert_rows(RunEvent, pending)
+                    if progress:
+                        CompactionRun.objects.filter(pk=self.run_id, claim_token=self.token,
+                                                     status=RunStatus.RUNNING).update(**progress)
+            except Exception:  # noqa: BLE001 - diagnostics must not break a run
+                log.warning("could not record %d events or the progress of run %s", len(pending), self.run_id,
+                            exc_info=True)
 
 
 def execute(run_id: int) -> RunResult:
@@ -136,7 +154,8 @@ def execute(run_id: int) -> RunResult:
     token = c.token
     if repairs.characters:
         _report_repairs(run, repairs)
-    heartbeat = Heartbeat(run.pk, token).start()
+    reporter = Reporter(run.pk, token, run.deliveries)
+    heartbeat = Heartbeat(run.pk, token, on_beat=reporter.flush).start()
     started = time.perf_counter()
     try:
         try:
@@ -147,7 +166,6 @@ def execute(run_id: int) -> RunResult:
         archive = BufferedArchive()
         compactor = Compactor(policy, archive=archive, session_id=str(run.session_id), counter=counter)
         messages = [Message.from_dict(i) for i in c.items]
-        reporter = Reporter(run.pk, token, run.deliveries)
         parent = c.parent_request if policy.summarizer.cache_safe else None
         try:
             outcome = compactor.compact(messages, tools=c.tools or None, force=run.force, run_id=str(run.pk),
@@ -164,7 +182,6 @@ def execute(run_id: int) -> RunResult:
             log.exception("run %s failed", run.pk)
             reporter.flush()
             return fail(run, token, f"{type(exc).__name__}: {exc}", type(exc).__name__)
-        reporter.flush()
         mode = request_mode(policy, reporter, isinstance(outcome, Outcome) and outcome.summarized, c)
         branches = _refresh_branches(run, c, policy, compactor, reporter, parent)
         reporter.flush()
@@ -173,6 +190,7 @@ def execute(run_id: int) -> RunResult:
                         wait_tokens=0 if run.force else outcome.wait_tokens)
         return commit(run, token, c.items, outcome, archive, counter, started, mode=mode, branches=branches)
     except SoftTimeLimitExceeded:
+        reporter.flush()
         return fail(run, token, f"soft time limit of {settings.RUN_SOFT_TIME_LIMIT}s reached while saving; "
                                 "the session is unchanged", "time_limit")
     except (OperationalError, InterfaceError) as exc:
