@@ -192,7 +192,7 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
         taken = 0
         for sent in sentences(ev.text[:20000]):
             sent = BULLET.sub("", sent)
-            if taken >= 4 or sent.endswith(":") or not CONSTRAINT.search(sent):
+            if taken >= 4 or sent.endswith(":") or not CONSTRAINT.found_in(sent):
                 continue  # a line ending in ":" introduces a list; it says nothing alone
             line = squash(sent, 35)
             norm = " ".join(line.split())
@@ -443,7 +443,7 @@ def _decisions(events: list[Event], prev: Previous) -> list[Item]:
             if raw.lstrip().startswith(("```", "    ", "$ ", ">>>", "|")):
                 continue
             sent = _clean_sentence(raw)
-            if not DECISION.search(sent) or LOOKING.match(sent):
+            if not DECISION.found_in(sent) or LOOKING.match(sent):
                 continue
             n = count_words(sent, stop_at=_DECISION_MAX_WORDS + 1)
             # Whole sentences only: a capitalised start, a closing stop, not too long to keep whole.
@@ -452,7 +452,7 @@ def _decisions(events: list[Event], prev: Previous) -> list[Item]:
             if sent in seen:
                 continue
             seen.add(sent)
-            strong = 2 if STRONG_DECISION.search(sent) else 1
+            strong = 2 if STRONG_DECISION.found_in(sent) else 1
             items.append(Item(sent, (strong, ev.order), ev.order + s_idx / 1000, key=sent, whole=True))
     return items
 
@@ -488,7 +488,7 @@ def _next_step(events: list[Event], prev: Previous) -> tuple[list[Item], str | N
     for ev in reversed(events):
         if ev.kind != "assistant" or not ev.text:
             continue
-        plans = [_clean_sentence(s) for s in sentences(ev.text[:20000]) if PLAN.search(s)]
+        plans = [_clean_sentence(s) for s in sentences(ev.text[:20000]) if PLAN.found_in(s)]
         plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))]
         if plans:
             plan = plans[-1]

@@ -17,11 +17,15 @@ from .signals import changed_paths, exception_lines, outcome_of
 
 EventKind = Literal["user", "assistant", "system", "call", "result"]
 
+# Every header opens with "[": the pattern starts with that literal so the regex engine jumps
+# from one "[" to the next instead of trying each alternative at every character; the
+# look-behinds then check that the "[" starts a line.
 _HEADER = re.compile(
-    r"^\[(?P<role>user|assistant|system|developer)\]: "
+    r"\[(?:"
+    r"(?<=^\[)(?P<role>user|assistant|system|developer)\]: "
     # a call starts a line, or directly follows "[assistant]: " when the message has no text
-    r"|(?:^|(?<=^\[assistant\]: ))\[Called tool: (?P<call>[^\s\[\]]+) with args: "
-    r"|^\[(?P<tool>[^\[\]\n]{1,100}?) returned: ",
+    r"|(?:(?<=^\[)|(?<=^\[assistant\]: \[))Called tool: (?P<call>[^\s\[\]]+) with args: "
+    r"|(?<=^\[)(?P<tool>[^\[\]\n]{1,100}?) returned: )",
     re.MULTILINE)
 _ROLES: dict[str, EventKind] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 # Cheap tests that tell whether a result can hold an exception line at all.
