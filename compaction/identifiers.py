@@ -122,21 +122,40 @@ def clean_url(raw: str) -> str | None:
     return u if len(u) > 10 else None
 
 
+_SPECIAL_FILE = re.compile("|".join(re.escape(s) for s in SPECIAL_FILES))
+
+
+def _path_candidates(text: str) -> list[str]:
+    """The pieces of ``text`` that :data:`PATH_RE` can match in, giving the same matches in the
+    same order as the whole text, at a fraction of the cost of scanning every character.
+
+    A path holds no whitespace, and whitespace is neither a path character nor one the
+    pattern's look-arounds refuse next to a path: each whitespace-separated word can be
+    read alone. A word holding no "/", "." or backslash can only be a special file name,
+    so the text is read whole when it names one anywhere.
+    """
+    if _SPECIAL_FILE.search(text):
+        return [text]
+    return [w for w in text.split() if "/" in w or "." in w or "\\" in w]
+
+
 def find_paths(text: str) -> list[str]:
     """URLs, then paths, of a running text, in the order they appear (repeats kept).
 
     A URL is not also read as paths: its text is blanked before paths are looked for.
     """
     found: list[str] = []
-    for m in URL_RE.finditer(text):
-        url = clean_url(m.group(0))
-        if url:
-            found.append(url)
+    if "://" in text:   # every URL holds it: most texts need no URL scan at all
+        for m in URL_RE.finditer(text):
+            url = clean_url(m.group(0))
+            if url:
+                found.append(url)
     scrubbed = URL_RE.sub(" ", text) if found else text
-    for m in PATH_RE.finditer(scrubbed):
-        p = clean_path(m.group(0))
-        if p:
-            found.append(p)
+    for piece in _path_candidates(scrubbed):
+        for m in PATH_RE.finditer(piece):
+            p = clean_path(m.group(0))
+            if p:
+                found.append(p)
     return found
 
 

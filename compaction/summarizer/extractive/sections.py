@@ -54,7 +54,6 @@ from .signals import (
     STRONG_DECISION,
     call_signature,
     describe_call,
-    file_changes,
     last_meaningful_line,
     path_key,
     read_paths,
@@ -94,6 +93,9 @@ _TASK_TAGS = re.compile(r"<(pr_description|issue|task|problem_statement|request)
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
 _LEAD_IN = re.compile(r"^(?:Consider the following (?:PR description|issue)|Here is the (?:issue|task))\s*:\s*", re.I)
 _MARKDOWN = re.compile(r"\*\*|__|^#+\s+|^THOUGHT:\s*|^Thought:\s*", re.M)
+# Every markup _MARKDOWN removes holds one of these; most sentences hold none and skip the
+# substitution, which tries five alternatives at every character.
+_MARKDOWN_MARKS = ("**", "__", "#", "THOUGHT:", "Thought:")
 _SENTENCE_START = re.compile(r"^[A-Z0-9`\"'(\u2e80-\u9fff\uac00-\ud7af\u3040-\u30ff]")
 _SENTENCE_END = re.compile(r"[.!?。！？)`\"']$")
 _SHELL_EXAMPLE = re.compile(r"\s[|>]\s|^(?:cat|ls|find|grep|git|cd|sed|echo|python)\s")
@@ -190,9 +192,9 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     seen: set[str] = set()
     for ev in users:
         taken = 0
-        for sent in sentences(ev.text[:20000]):
+        for sent in ev.sentences():
             sent = BULLET.sub("", sent)
-            if taken >= 4 or sent.endswith(":") or not CONSTRAINT.search(sent):
+            if taken >= 4 or sent.endswith(":") or not CONSTRAINT.found_in(sent):
                 continue  # a line ending in ":" introduces a list; it says nothing alone
             line = squash(sent, 35)
             norm = " ".join(line.split())
@@ -252,7 +254,7 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
                 f.in_output, f.instructions_only = True, False
             continue
         if ev.kind == "call":
-            _, changes = file_changes(ev.name or "", ev.text)
+            _, changes = ev.file_changes()
             for p, verb in changes:
                 f = note(p, ev.order)
                 # Writing a whole file the session had already seen replaces it; it creates nothing.
@@ -430,7 +432,10 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
 # -- decisions, state, next step --------------------------------------------------------------------
 
 def _clean_sentence(sent: str) -> str:
-    return " ".join(_MARKDOWN.sub("", BULLET.sub("", sent.strip())).split())
+    text = BULLET.sub("", sent.strip())
+    if any(mark in text for mark in _MARKDOWN_MARKS):
+        text = _MARKDOWN.sub("", text)
+    return " ".join(text.split())
 
 
 def _decisions(events: list[Event], prev: Previous) -> list[Item]:
@@ -439,11 +444,11 @@ def _decisions(events: list[Event], prev: Previous) -> list[Item]:
     for ev in events:
         if ev.kind != "assistant" or not ev.text:
             continue
-        for s_idx, raw in enumerate(sentences(ev.text[:20000])):
+        for s_idx, raw in enumerate(ev.sentences()):
             if raw.lstrip().startswith(("```", "    ", "$ ", ">>>", "|")):
                 continue
             sent = _clean_sentence(raw)
-            if not DECISION.search(sent) or LOOKING.match(sent):
+            if not DECISION.found_in(sent) or LOOKING.match(sent):
                 continue
             n = count_words(sent, stop_at=_DECISION_MAX_WORDS + 1)
             # Whole sentences only: a capitalised start, a closing stop, not too long to keep whole.
@@ -452,7 +457,7 @@ def _decisions(events: list[Event], prev: Previous) -> list[Item]:
             if sent in seen:
                 continue
             seen.add(sent)
-            strong = 2 if STRONG_DECISION.search(sent) else 1
+            strong = 2 if STRONG_DECISION.found_in(sent) else 1
             items.append(Item(sent, (strong, ev.order), ev.order + s_idx / 1000, key=sent, whole=True))
     return items
 
@@ -464,7 +469,7 @@ def _state(events: list[Event], prev: Previous, plan: str | None) -> list[Item]:
     if last_text is not None:
         said = last_text.text
         if plan is not None:
-            said = " ".join(s for s in sentences(said[:20000]) if _clean_sentence(s).rstrip(":.") != plan.rstrip(":."))
+            said = " ".join(s for s in last_text.sentences() if _clean_sentence(s).rstrip(":.") != plan.rstrip(":."))
         if said.strip():
             items.append(Item("Last agent message: " + squash(said, 70), (3,), 0))
     last_call = next((e for e in reversed(events) if e.kind == "call"), None)
@@ -488,7 +493,7 @@ def _next_step(events: list[Event], prev: Previous) -> tuple[list[Item], str | N
     for ev in reversed(events):
         if ev.kind != "assistant" or not ev.text:
             continue
-        plans = [_clean_sentence(s) for s in sentences(ev.text[:20000]) if PLAN.search(s)]
+        plans = [_clean_sentence(s) for s in ev.sentences() if PLAN.found_in(s)]
         plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))]
         if plans:
             plan = plans[-1]

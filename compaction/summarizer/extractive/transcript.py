@@ -13,19 +13,24 @@ from functools import cache
 from typing import Literal
 
 from ... import locales
-from .signals import changed_paths, exception_lines, outcome_of
+from .signals import Verb, exception_lines, file_changes, outcome_of, sentences
 
 EventKind = Literal["user", "assistant", "system", "call", "result"]
 
+# Every header opens with "[": the pattern starts with that literal so the regex engine jumps
+# from one "[" to the next instead of trying each alternative at every character; the
+# look-behinds then check that the "[" starts a line.
 _HEADER = re.compile(
-    r"^\[(?P<role>user|assistant|system|developer)\]: "
+    r"\[(?:"
+    r"(?<=^\[)(?P<role>user|assistant|system|developer)\]: "
     # a call starts a line, or directly follows "[assistant]: " when the message has no text
-    r"|(?:^|(?<=^\[assistant\]: ))\[Called tool: (?P<call>[^\s\[\]]+) with args: "
-    r"|^\[(?P<tool>[^\[\]\n]{1,100}?) returned: ",
+    r"|(?:(?<=^\[)|(?<=^\[assistant\]: \[))Called tool: (?P<call>[^\s\[\]]+) with args: "
+    r"|(?<=^\[)(?P<tool>[^\[\]\n]{1,100}?) returned: )",
     re.MULTILINE)
 _ROLES: dict[str, EventKind] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 # Cheap tests that tell whether a result can hold an exception line at all.
 _ERROR_HINTS = ("Error", "Exception", "Traceback", "Configured", "E ")
+SENTENCE_CHARS = 20000   # the sentences of a message are read from its start only
 
 
 @dataclass
@@ -36,20 +41,33 @@ class Event:
     name: str | None = None
     call: Event | None = None      # for results: the call they answer
     result: Event | None = None    # for calls: their result
-    _changes: tuple[bool, list[str]] | None = field(default=None, repr=False, compare=False)
+    _changes: tuple[bool, list[tuple[str, Verb]]] | None = field(default=None, repr=False, compare=False)
     _outcome: tuple[bool, str] | None = field(default=None, repr=False, compare=False)
     _exceptions: list[str] | None = field(default=None, repr=False, compare=False)
+    _sentences: list[str] | None = field(default=None, repr=False, compare=False)
 
     def scan_text(self) -> str:
         """The text to scan; very large results are scanned at both ends only."""
         t = self.text
         return t if len(t) <= 400_000 else t[:200_000] + "\n" + t[-200_000:]
 
+    def file_changes(self) -> tuple[bool, list[tuple[str, Verb]]]:
+        """(does this call change files?, [(path, how)]); shared, do not change the list."""
+        if self._changes is None:
+            self._changes = file_changes(self.name or "", self.text)
+        return self._changes
+
     def changes(self) -> tuple[bool, list[str]]:
         """(does this call change files?, the paths it changes)."""
-        if self._changes is None:
-            self._changes = changed_paths(self.name or "", self.text)
-        return self._changes
+        edits, found = self.file_changes()
+        return edits, [p for p, _ in found]
+
+    def sentences(self) -> list[str]:
+        """The sentences of the text's first :data:`SENTENCE_CHARS` characters, split once for
+        every section that reads them (shared: do not change the list)."""
+        if self._sentences is None:
+            self._sentences = sentences(self.text[:SENTENCE_CHARS])
+        return self._sentences
 
     def outcome(self) -> tuple[bool, str]:
         """(failed?, short outcome text) of this result."""
