@@ -21,7 +21,7 @@ from . import notices as N
 from .config import RECOVERY_TOOL_NAMES, ReductionPolicy
 from .hooks import ReductionHooks, Replacement, ToolDetail
 from .marks import Phase, ReductionMark, mark_of
-from .measure import document_text, tokens_of
+from .measure import document_text, text_tokens_at_most, tokens_of
 from .result import (
     EVENT_CLEARED,
     EVENT_TRUNCATED,
@@ -252,8 +252,11 @@ class Editor:
             decided = decided.content
         if decided is None:
             # A placeholder about as large as the result helps nobody.
-            probe = self.placeholder(name, msg, PROBE_HANDLE, chars, orig_tokens, forced)
-            if tokens_of(self.counter, Message(dict(msg.raw, content=probe), msg.id)) > before - MIN_GAIN_TOKENS:
+            probe = Message(dict(msg.raw, content=self.placeholder(name, msg, PROBE_HANDLE, chars, orig_tokens,
+                                                                    forced)), msg.id)
+            bound = text_tokens_at_most(probe.raw)  # (a short placeholder need not be tokenized to know)
+            if (bound is None or bound > before - MIN_GAIN_TOKENS) and \
+                    tokens_of(self.counter, probe) > before - MIN_GAIN_TOKENS:
                 return False
             text = self.placeholder(name, msg, handle, chars, orig_tokens, forced)
         else:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..messages import Message, canonical_json, text_of
 from ..textsize import needs_care, safe_count, slices  # noqa: F401  (slices re-exported for callers)
-from ..tokens import MessageCounter
+from ..tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, MessageCounter
 
 _BIG_MEMO: OrderedDict[tuple[str, str], int] = OrderedDict()
 _BIG_MEMO_SIZE = 256
@@ -105,6 +105,16 @@ def tokens_of(counter: MessageCounter, msg: Message) -> int:
     if _is_big(msg.raw):
         return _big_tokens(counter, msg)
     return counter.count(msg).total
+
+
+def text_tokens_at_most(raw: dict[str, Any]) -> int | None:
+    """An upper bound of a message's tokens read without tokenizing: every token stands for
+    at least one byte of text, so a message whose content is one string costs at most its
+    UTF-8 bytes plus the framing. None for any other shape (parts, tool calls)."""
+    content = raw.get("content")
+    if not isinstance(content, str) or raw.get("tool_calls"):
+        return None
+    return len(content.encode("utf-8", "surrogatepass")) + MESSAGE_OVERHEAD + (NAME_OVERHEAD if raw.get("name") else 0)
 
 
 def tokens_many(counter: MessageCounter, msgs: list[Message]) -> list[int]:

@@ -121,12 +121,6 @@ def file_changes(name: str, args: str) -> tuple[bool, list[tuple[str, Verb]]]:
     return edits, targets
 
 
-def changed_paths(name: str, args: str) -> tuple[bool, list[str]]:
-    """(does the call change files?, the paths it changes) for a tool call."""
-    edits, found = file_changes(name, args)
-    return edits, [p for p, _ in found]
-
-
 def read_paths(name: str, args: str) -> list[str]:
     """Paths a tool call reads without changing them: an editor's ``view``, a read-like tool's
     path argument, or the files named by ``cat``/``grep``/``sed -n``... in a shell command.
