@@ -3,12 +3,16 @@ process, on the embedded filesystem broker, on kombu's own filesystem transport 
 embedded broker replaced) and on Redis.
 
     .venv/bin/python bench/run_latency.py [--runs 20] [--brokers kombu-filesystem,filesystem,redis]
-                                          [--redis redis://127.0.0.1:6379/3]
+                                          [--redis redis://127.0.0.1:6379/3] [--distinct]
 
 One worker per broker is started first; then the brokers take turns, one run each per round,
 so that all of them run under the same machine load (the first round is a warm-up).
 
-Each run gets a freshly imported 500-message session (import not timed), is requested as
+Each run gets a freshly imported 500-message session (import not timed). By default every
+session holds the same texts, so from the second run on the worker process has counted
+them before (its token counts are cached per process); with ``--distinct`` every run's
+texts are new to the worker (each text carries the run's number), as a session seen by a
+worker for the first time is. The run is requested as
 the API does (a queued CompactionRun, the task sent when the transaction commits) and is
 executed by `celery -A dashboard worker` (prefork, 1 process) with the offline extractive
 summarizer. Latency = from the request to the moment this process sees the run finished
@@ -48,6 +52,17 @@ def start_worker(env: dict, log: Path):
     return svc.start_worker(env, log, 1, timeout=120)
 
 
+def distinct(messages: list[dict], n: int) -> list[dict]:
+    """The session with every text made new: the run's number in front of each content."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if isinstance(m.get("content"), str):
+            m["content"] = f"[run {n}] {m['content']}"
+        out.append(m)
+    return out
+
+
 def one_run(project, messages) -> tuple[float, float]:
     from dashboard.models import CompactionRun  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
     from dashboard.services.runs import request_run  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
@@ -74,13 +89,14 @@ def main() -> None:
                     help="kombu-filesystem: kombu's own filesystem transport (what the embedded broker was)")
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/3")
     ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--distinct", action="store_true", help="texts new to the worker on every run")
     args = ap.parse_args()
 
     data = svc.setup_django(args.data_dir)
     project, _key = svc.project_with_key()
     messages = svc.messages_500()
-    print(f"# session: {len(messages)} messages; offline extractive summarizer; runs per broker: {args.runs}",
-          flush=True)
+    print(f"# session: {len(messages)} messages; offline extractive summarizer; runs per broker: {args.runs}; "
+          f"texts: {'new on every run' if args.distinct else 'the same on every run'}", flush=True)
     # One worker per broker, all started first; then the runs take turns (one run on each
     # broker, then the next round), so every broker sees the same machine load.
     setups = {}
@@ -110,11 +126,13 @@ def main() -> None:
             setups[broker] = (url, opts, transport, worker)
         walls: dict[str, list[float]] = {b: [] for b in setups}
         dbs: dict[str, list[float]] = {b: [] for b in setups}
+        serial = 0  # the run's number, which --distinct writes into its texts
         for round_ in range(args.runs + 1):
             for broker, (url, opts, transport, _worker) in setups.items():
                 use_broker(url, opts)
                 app.conf.CELERY_BROKER_TRANSPORT = transport
-                wall, db = one_run(project, messages)
+                serial += 1
+                wall, db = one_run(project, distinct(messages, serial) if args.distinct else messages)
                 if round_:  # round 0 warms up: the first summary in a fresh pool process
                     walls[broker].append(wall)
                     dbs[broker].append(db)

@@ -239,6 +239,17 @@ class MessageCounter:
             by[cat] = by.get(cat, 0) + n
         return MessageTokens(sum(by.values()), by)
 
+    def remember(self, message: Message, tokens: MessageTokens) -> None:
+        """Take ``tokens`` as the count of ``message`` (counted earlier with this counter's
+        encoding, e.g. by another process that stored it) so that counting it is a lookup.
+        Only originals: an engine-written message's stored count is its summary total."""
+        if message.is_engine_written or sum(tokens.by_category.values()) != tokens.total:
+            return
+        pieces, fixed = _pieces(message.raw)
+        key = _piece_key(pieces, fixed)
+        if key not in self._cache:
+            self._store(key, tokens)
+
     def count_raw(self, raw: RawMessage) -> MessageTokens:
         pieces, fixed = _pieces(raw)
         key = _piece_key(pieces, fixed)

@@ -135,7 +135,7 @@ def _write_chunk(project: Project, prepared: list[_Prepared], message_batch: int
                 row.tokens_since_summary = sum(t.total for t in live_tokens)
                 row.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
             contexts.append(SessionContext(session=row, version=1,
-                                           items=_dumps([_item(m, t) for m, t in zip(live, live_tokens)]),
+                                           items=_dumps([_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
                                            rendered=_dumps(render_messages(live))))
         SessionContext.objects.bulk_create(contexts, batch_size=max(1, message_batch // 100))
     return [row.pk for row in rows]

@@ -186,9 +186,11 @@ def _check_fields(imported: ImportedSession, source: str | None) -> None:
             raise Invalid(f"{where}{name} {problem}")
 
 
-def _item(msg: Message, tokens) -> dict:
+def _item(msg: Message, tokens, counter: str) -> dict:
+    """A live-context item: the message and its token counts, with the counter that made
+    them (a worker that counts with the same one takes them instead of tokenizing again)."""
     d = msg.to_dict()
-    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category)}
+    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category), "counter": counter}
     return d
 
 
@@ -308,7 +310,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
             session.tokens_since_summary = sum(t.total for t in live_tokens)
             session.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
         SessionContext.objects.create(session=session, version=1,
-                                      items=_dumps([_item(m, t) for m, t in zip(live, live_tokens)]),
+                                      items=_dumps([_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
                                       rendered=_dumps(render_messages(live)))
         result = WriteResult(session=session, positions=list(range(len(msgs))))
         if auto_compact and msgs:
@@ -365,7 +367,7 @@ def append_messages(session: Session, raws: list[dict], *, auto_compact: bool = 
                                               _names_for(row, raws))
         store_entries(entries, session=row)
         version = row.context_version + 1
-        _add_to_context(row, start, live, live_tokens, version)
+        _add_to_context(row, start, live, live_tokens, version, counter.name)
 
         added = empty_totals()
         for t in tokens:
@@ -398,12 +400,13 @@ _APPEND_FIELDS = ["open_tool_calls", "history_tokens", "history_total", "context
                   "messages_since_summary", "last_message_at", "updated_at"]
 
 
-def _add_to_context(session: Session, start: int, live: list[Message], tokens: list, version: int) -> None:
+def _add_to_context(session: Session, start: int, live: list[Message], tokens: list, version: int,
+                    counter: str) -> None:
     """Add appended messages to the live context: one tail row each, so the cost does not
     depend on the context's length. A system or developer message is the exception: a summary
     injected into the system message may move into it, so the whole list is rendered again
     (rare; the caller holds the session lock)."""
-    items = [_item(m, t) for m, t in zip(live, tokens)]
+    items = [_item(m, t, counter) for m, t in zip(live, tokens)]
     if any(m.role in ("system", "developer") for m in live):
         ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
         everything = ctx.load_items() + items

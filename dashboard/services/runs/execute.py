@@ -16,6 +16,7 @@ from django.utils import timezone
 from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
 from compaction.errors import SummaryError
 from compaction.messages import Message
+from compaction.tokens import MessageCounter, MessageTokens
 
 from ...models import CompactionRun, RunEvent, RunStatus, json_safe
 from ...text_repair import RepairCount, counting_repairs
@@ -166,6 +167,7 @@ def execute(run_id: int) -> RunResult:
         archive = BufferedArchive()
         compactor = Compactor(policy, archive=archive, session_id=str(run.session_id), counter=counter)
         messages = [Message.from_dict(i) for i in c.items]
+        take_stored_counts(counter, messages, c.items)
         parent = c.parent_request if policy.summarizer.cache_safe else None
         try:
             outcome = compactor.compact(messages, tools=c.tools or None, force=run.force, run_id=str(run.pk),
@@ -212,6 +214,16 @@ def execute(run_id: int) -> RunResult:
         raise
     finally:
         heartbeat.stop()
+
+
+def take_stored_counts(counter: MessageCounter, messages: list[Message], items: list[dict[str, Any]]) -> None:
+    """The live context's items carry the counts made when their messages arrived, with the
+    name of the counter that made them: a worker counting with the same one takes them
+    instead of tokenizing the whole context again (~40 ms for 500 messages it has not seen)."""
+    for msg, item in zip(messages, items):
+        stored = item.get("tokens")
+        if isinstance(stored, dict) and stored.get("counter") == counter.name:
+            counter.remember(msg, MessageTokens(int(stored["total"]), dict(stored["by_category"])))
 
 
 def _report_repairs(run: CompactionRun, repairs: RepairCount) -> None:
