@@ -80,6 +80,43 @@ def _insert_statement(model: type[models.Model]) -> tuple[str, list[models.Field
     return _STATEMENTS[key]
 
 
+# Per model: the statement of lock_row, and the converters of each column it reads.
+_LOCKS: dict[tuple, tuple[str, list[str], list[tuple[int, Any, list[Any]]]]] = {}
+
+
+def lock_row(model: type[models.Model], pk: Any) -> models.Model | None:
+    """``model.objects.select_for_update().filter(pk=pk).first()`` (inside the caller's
+    transaction) through a statement built once per model: building it through the ORM
+    took twice as long as PostgreSQL took to run it, on the paths that claim and commit
+    runs. The row's values are converted as a query converts them (``from_db_value``)."""
+    key = (model, connection.vendor)
+    if key not in _LOCKS:
+        fields = list(model._meta.concrete_fields)
+        q, table = connection.ops.quote_name, model._meta.db_table
+        sql = (f"SELECT {', '.join(q(f.column) for f in fields)} FROM {q(table)} "
+               f"WHERE {q(model._meta.pk.column)} = %s")  # type: ignore[union-attr]
+        if connection.features.has_select_for_update:
+            sql += " FOR UPDATE"
+        converters = []
+        for k, f in enumerate(fields):
+            col = f.get_col(table)
+            found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if found:
+                converters.append((k, col, found))
+        _LOCKS[key] = (sql, [f.attname for f in fields], converters)
+    sql, names, converters = _LOCKS[key]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for k, col, found in converters:
+        for convert in found:
+            values[k] = convert(values[k], col, connection)
+    return model.from_db(connection.alias, names, values)
+
+
 # Writes held back by ``batched_writes``: (statement, parameters, what must have changed
 # exactly one row, or None).
 _held: ContextVar[list[tuple[str, list[Any], str | None]] | None] = ContextVar("held_writes", default=None)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from ...models import CompactionRun, RunEvent, RunStatus, Session, SessionContext
-from ..common import batched_writes
+from ..common import batched_writes, lock_row
 from .commit import finish_locked
 
 # claimed: this execution holds the run; any other word says why it does not:
@@ -37,9 +37,9 @@ def claim(run_id: int) -> Claim:
     if head is None:
         return Claim("missing")
     with transaction.atomic():
-        session = Session.objects.select_for_update().filter(pk=head["session_id"]).first()
-        run = CompactionRun.objects.select_for_update().filter(pk=run_id).first()
-        if session is None or run is None:
+        session = lock_row(Session, head["session_id"])
+        run = lock_row(CompactionRun, run_id)
+        if not isinstance(session, Session) or not isinstance(run, CompactionRun):
             return Claim("missing")
         if run.is_final:
             return Claim("done", run)

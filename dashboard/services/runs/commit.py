@@ -28,7 +28,7 @@ from ...models import (
 from .. import run_recall
 from ..archive import BufferedArchive
 from ..branches import BranchOutcome
-from ..common import add_totals, batched_writes, empty_totals, now, update_row, with_total
+from ..common import add_totals, batched_writes, empty_totals, lock_row, now, update_row, with_total
 from ..triggers import check_trigger
 from .request import enqueue_next, request_run
 
@@ -181,9 +181,9 @@ def skip(run: CompactionRun, token: str, reason: str, trigger: dict[str, Any] | 
 def _lock_claimed(run: CompactionRun, token: str) -> tuple[Session, CompactionRun] | Literal["missing", "lost"]:
     """Lock the session, then the run (the lock order everywhere), inside the caller's
     transaction; "missing" when either is gone, "lost" when the claim is no longer ours."""
-    session = Session.objects.select_for_update().filter(pk=run.session_id).first()
-    locked = CompactionRun.objects.select_for_update().filter(pk=run.pk).first()
-    if session is None or locked is None:
+    session = lock_row(Session, run.session_id)
+    locked = lock_row(CompactionRun, run.pk)
+    if not isinstance(session, Session) or not isinstance(locked, CompactionRun):
         return "missing"
     if not locked.holds_claim(token):
         return "lost"
