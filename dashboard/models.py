@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from compaction import Outcome
 
+from .services.common import delete_rows, insert_row, update_row
 from .text_repair import repaired
 
 
@@ -251,7 +252,7 @@ class Session(models.Model):
     def hold_run(self, run_id: int) -> None:
         """Take the session's run slot (the caller holds the session lock)."""
         self.active_run_id = run_id
-        self.save(update_fields=["active_run_id"])
+        update_row(self, ["active_run_id"])  # a plain statement, sent with the claim's other writes
 
     def release_run(self, run_id: int) -> None:
         """Free the session's run slot if ``run_id`` holds it (the caller holds the lock)."""
@@ -344,8 +345,9 @@ class SessionContext(models.Model):
             self.served, self.served_upto = self.served_messages(), None
             fields += ["served", "served_upto"]
         self.items, self.rendered, self.version = items, rendered, version
-        self.save(update_fields=fields)
-        ContextTail.objects.filter(session_id=self.session_id).delete()
+        # plain statements, so a run's commit sends them with its other writes (batched_writes)
+        update_row(self, fields)
+        delete_rows(ContextTail, "session_id", self.session_id)
 
 
 class ContextTail(models.Model):
@@ -464,8 +466,15 @@ class CompactionRun(models.Model):
         self.snapshot_version = snapshot_version
         self.progress_step = "started"
         self.progress_detail = detail
-        self.save()
+        # the fields set above, as a plain statement the claim sends with its other writes
+        update_row(self, ("status", "claim_token", "started_at", "heartbeat_at", "deliveries", "snapshot_messages",
+                          "snapshot_position", "snapshot_version", "progress_step", "progress_detail"))
         return self.claim_token
+
+    SUCCEEDED_FIELDS = ("status", "finished_at", "duration_ms", "progress_step", "request_mode", "request_mode_reason",
+                        "tokens_before", "tokens_after", "messages_before", "messages_after", "model", "prompt",
+                        "summary", "attempts", "ledger", "retention", "compression", "trigger_info", "result",
+                        "archive_refs", "appended_during_run", "context_version_after")
 
     def mark_succeeded(self, outcome: Outcome, *, finished_at: datetime, duration_ms: int, archive_refs: list[str],
                        appended: int, context_version: int, mode: tuple[str, str],
@@ -482,22 +491,28 @@ class CompactionRun(models.Model):
         self.messages_before = outcome.messages_before
         self.messages_after = outcome.messages_after
         self.model = (outcome.model or "")[:200]
-        self.prompt = json_safe(outcome.prompt or [])
         self.summary = outcome.summary or ""
-        self.attempts = json_safe(outcome.attempts or [])
-        self.ledger = json_safe(outcome.ledger)
-        self.retention = json_safe(outcome.retention)
         self.compression = outcome.compression
-        self.trigger_info = json_safe(outcome.trigger)
-        data = outcome.to_dict()
-        self.result = json_safe({k: data.get(k) for k in RESULT_FIGURES})
+        # the figures themselves: outcome.to_dict() would also turn every message into a dict
+        result = {k: getattr(outcome, k) for k in RESULT_FIGURES}
         if branches is not None:
-            self.result["branches"] = json_safe(branches)
+            result["branches"] = branches
+        # Each JSON value is encoded once: the text stored is the one json_safe() parses
+        # (the prompt and ledger are ~250 kB, encoded twice and parsed once before).
+        # (None stays SQL NULL, as JSONTextField stores it.)
+        texts = {name: None if value is None else json.dumps(value, default=str, separators=(",", ":"))
+                 for name, value in (("prompt", outcome.prompt or []), ("attempts", outcome.attempts or []),
+                                     ("ledger", outcome.ledger), ("retention", outcome.retention),
+                                     ("trigger_info", outcome.trigger), ("result", result))}
+        for name, text in texts.items():
+            setattr(self, name, None if text is None else json.loads(text))
 
         self.archive_refs = archive_refs
         self.appended_during_run = appended
         self.context_version_after = context_version
-        self.save()
+        # The fields set above (the others are as the locked row has them), in one plain
+        # statement, so a run's commit sends it with its other writes (batched_writes).
+        update_row(self, self.SUCCEEDED_FIELDS, prepared=texts)
 
     def mark_finished(self, status: Unsuccessful, *, error: str, error_kind: str,
                       attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
@@ -573,7 +588,8 @@ class RunEvent(models.Model):
 
     @classmethod
     def record(cls, run_id: int, kind: str, data: dict[str, Any] | None = None, delivery: int = 0) -> None:
-        cls.objects.create(run_id=run_id, kind=kind[:50], data=json_safe(data or {}), delivery=delivery)
+        # a plain INSERT (nobody reads the new id), sent with the batch inside batched_writes
+        insert_row(cls(run_id=run_id, kind=kind[:50], data=json_safe(data or {}), delivery=delivery))
 
 
 class StoredArchiveEntry(models.Model):

@@ -7,14 +7,17 @@ as the new live context, so a run that fails or loses its worker leaves no archi
 """
 from __future__ import annotations
 
-from django.db import transaction
+import json
+
+from django.db import connection, transaction
+from django.utils import timezone
 
 from compaction.archive import ArchivedItem, ArchiveEntry, items_hash
 from compaction.errors import ArchiveError
-from compaction.messages import text_of
+from compaction.messages import canonical_json, text_of
 
 from ..models import ArchiveItem, Session, StoredArchiveEntry
-from .common import clean_text, insert_rows
+from .common import clean_text, insert_returning, insert_values
 
 
 def search_text(raw: dict) -> str:
@@ -33,17 +36,27 @@ def _session_pk(session_id: str) -> int:
         raise ArchiveError(f"no session {session_id!r}") from None
 
 
-def store_entry(entry: ArchiveEntry, *, session: Session | None = None, run_id: int | None = None) -> StoredArchiveEntry:
-    return store_entries([entry], session=session, run_id=run_id)[0]
+def store_entry(entry: ArchiveEntry, *, session: Session | None = None, run_id: int | None = None) -> None:
+    store_entries([entry], session=session, run_id=run_id)
+
+
+# Columns written by store_entries, with the values their fields would prepare (ids are
+# the database's; created_at is stamped as auto_now_add stamps it).
+_ENTRY_COLUMNS = ["entry_id", "project_id", "session_id", "run_id", "kind", "note", "content_hash", "item_count",
+                  "size_chars", "engine_created_at", "created_at"]
+_ITEM_COLUMNS = ["entry_id", "index", "message_id", "ordinal", "raw", "text", "tool_call_id", "tool_name"]
 
 
 def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None,
-                  run_id: int | None = None) -> list[StoredArchiveEntry]:
+                  run_id: int | None = None) -> None:
     """Write entries in a fixed number of statements however many there are: one check that
-    no id exists yet, one insert of the entries, inserts of their items in batches. The
-    caller's transaction makes them durable together (one commit per compaction)."""
+    no id exists yet, one insert of the entries returning their ids, one insert (COPY on
+    PostgreSQL) of their items. The caller's transaction makes them durable together (one
+    commit per compaction). The rows hold what ``bulk_create`` of the models stored (the
+    tests compare them); the values are prepared here without building model instances,
+    which cost more than the database took to store them."""
     if not entries:
-        return []
+        return
     if session is None:  # the entries of one session
         session = Session.objects.only("id", "project_id").get(pk=_session_pk(entries[0].session_id))
     ids = [e.id for e in entries]
@@ -55,19 +68,26 @@ def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None
                 default=None)
     if taken is not None:
         raise ArchiveError(f"archive entry {taken} already exists")
-    rows = StoredArchiveEntry.objects.bulk_create([
-        StoredArchiveEntry(
-            entry_id=entry.id, project_id=session.project_id, session=session, run_id=run_id, kind=entry.kind,
-            note=clean_text(entry.note or ""), content_hash=entry.content_hash, item_count=len(entry.items),
-            size_chars=entry.size_chars, engine_created_at=entry.created_at or 0.0)
-        for entry in entries], batch_size=500)
-    insert_rows(ArchiveItem, [
-        ArchiveItem(entry=row, index=i, message_id=item.message_id, ordinal=item.ordinal, raw=item.raw,
-                    text=search_text(item.raw), tool_call_id=clean_text(item.tool_call_id or ""),
-                    tool_name=clean_text(item.tool_name or ""))
-        for row, entry in zip(rows, entries) for i, item in enumerate(entry.items)
-    ])
-    return rows
+    raws = [[json.dumps(item.raw, separators=(",", ":")) for item in entry.items] for entry in entries]
+    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    pks = insert_returning(StoredArchiveEntry, _ENTRY_COLUMNS, [
+        [entry.id, session.project_id, session.pk, run_id, entry.kind, clean_text(entry.note or ""),
+         entry.content_hash, len(entry.items), _size_chars(entry, texts), float(entry.created_at or 0.0), stamp]
+        for entry, texts in zip(entries, raws)], key="entry_id")
+    # a generator: on PostgreSQL the rows stream to the server as they are prepared
+    insert_values(ArchiveItem, _ITEM_COLUMNS, (
+        [pks[entry.id], i, item.message_id, None if item.ordinal is None else int(item.ordinal), text,
+         search_text(item.raw), clean_text(item.tool_call_id or ""), clean_text(item.tool_name or "")]
+        for entry, texts in zip(entries, raws) for i, (item, text) in enumerate(zip(entry.items, texts))))
+
+
+def _size_chars(entry: ArchiveEntry, texts: list[str]) -> int:
+    """``entry.size_chars`` (the length of each item's canonical JSON) from the stored texts
+    where they have the same length: the canonical form differs only in key order and in
+    writing non-ASCII characters as themselves, and a text with no ``\\u`` escape has none;
+    the others are encoded canonically, as size_chars does."""
+    return sum(len(text) if "\\u" not in text else len(canonical_json(item.raw))
+               for item, text in zip(entry.items, texts))
 
 
 def to_engine(row: StoredArchiveEntry, items: list[ArchiveItem] | None = None) -> ArchiveEntry:
@@ -150,7 +170,8 @@ class BufferedArchive(DjangoArchive):
                 return e
         return super().get(session_id, entry_id)
 
-    def flush(self, session: Session, run_id: int | None) -> list[StoredArchiveEntry]:
-        rows = store_entries(self.pending, session=session, run_id=run_id)
-        self.pending = []
-        return rows
+    def flush(self, session: Session, run_id: int | None) -> list[str]:
+        """Write the held entries; their ids, in the order they were written."""
+        store_entries(self.pending, session=session, run_id=run_id)
+        ids, self.pending = [e.id for e in self.pending], []
+        return ids

@@ -2,7 +2,7 @@
 inserts and updates."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -80,6 +80,43 @@ def _insert_statement(model: type[models.Model]) -> tuple[str, list[models.Field
     return _STATEMENTS[key]
 
 
+# Per model: the statement of lock_row, and the converters of each column it reads.
+_LOCKS: dict[tuple, tuple[str, list[str], list[tuple[int, Any, list[Any]]]]] = {}
+
+
+def lock_row(model: type[models.Model], pk: Any) -> models.Model | None:
+    """``model.objects.select_for_update().filter(pk=pk).first()`` (inside the caller's
+    transaction) through a statement built once per model: building it through the ORM
+    took twice as long as PostgreSQL took to run it, on the paths that claim and commit
+    runs. The row's values are converted as a query converts them (``from_db_value``)."""
+    key = (model, connection.vendor)
+    if key not in _LOCKS:
+        fields = list(model._meta.concrete_fields)
+        q, table = connection.ops.quote_name, model._meta.db_table
+        sql = (f"SELECT {', '.join(q(f.column) for f in fields)} FROM {q(table)} "
+               f"WHERE {q(model._meta.pk.column)} = %s")  # type: ignore[union-attr]
+        if connection.features.has_select_for_update:
+            sql += " FOR UPDATE"
+        converters = []
+        for k, f in enumerate(fields):
+            col = f.get_col(table)
+            found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if found:
+                converters.append((k, col, found))
+        _LOCKS[key] = (sql, [f.attname for f in fields], converters)
+    sql, names, converters = _LOCKS[key]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for k, col, found in converters:
+        for convert in found:
+            values[k] = convert(values[k], col, connection)
+    return model.from_db(connection.alias, names, values)
+
+
 # Writes held back by ``batched_writes``: (statement, parameters, what must have changed
 # exactly one row, or None).
 _held: ContextVar[list[tuple[str, list[Any], str | None]] | None] = ContextVar("held_writes", default=None)
@@ -131,9 +168,11 @@ def insert_row(row: models.Model) -> None:
     _write(sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
 
 
-def update_row(row: models.Model, names: Sequence[str]) -> None:
+def update_row(row: models.Model, names: Sequence[str], prepared: dict[str, Any] | None = None) -> None:
     """``row.save(update_fields=names)`` in one plain statement (``auto_now`` fields among
-    ``names`` are stamped as save() stamps them); a DatabaseError when the row is gone."""
+    ``names`` are stamped as save() stamps them); a DatabaseError when the row is gone.
+    ``prepared``: the stored values of some of ``names``, already as their fields would
+    prepare them (a JSON text the caller has encoded once already)."""
     model = type(row)
     key = ("update", model, tuple(names), connection.vendor)
     if key not in _STATEMENTS:
@@ -144,17 +183,16 @@ def update_row(row: models.Model, names: Sequence[str]) -> None:
         _STATEMENTS[key] = (f"UPDATE {q(model._meta.db_table)} SET {sets} WHERE {q(model._meta.pk.column)} = %s",  # type: ignore[union-attr]
                             fields)
     sql, fields = _STATEMENTS[key]
-    _write(sql, [f.get_db_prep_save(f.pre_save(row, False), connection) for f in fields] + [row.pk],
+    given = prepared or {}
+    _write(sql, [given[f.name] if f.name in given else f.get_db_prep_save(f.pre_save(row, False), connection)
+                 for f in fields] + [row.pk],
            what=f"{model.__name__} {row.pk}")
 
 
 def insert_rows(model: type[models.Model], rows: Sequence[models.Model]) -> None:
-    """Insert new rows whose ids nobody reads back, in order. On PostgreSQL through one
-    ``COPY ... FROM STDIN``: ``bulk_create`` sends each column as one array literal, and
-    psycopg escapes every quote of every text in it in Python; the JSON of a run's ~600
-    archive items (~800 kB) spent ~40 ms there, where COPY escapes in C. Each value is
-    prepared by its field as ``bulk_create`` prepares it (``pre_save``, then
-    ``get_db_prep_save``), so the stored rows are the same. Other databases: ``bulk_create``."""
+    """Insert new rows whose ids nobody reads back, in order: the values ``bulk_create``
+    would write, each prepared by its field (``pre_save``, then ``get_db_prep_save``), so
+    the stored rows are the same; sent by :func:`insert_values`."""
     if not rows:
         return
     if len(rows) == 1:  # one statement, where COPY takes two round trips
@@ -163,18 +201,93 @@ def insert_rows(model: type[models.Model], rows: Sequence[models.Model]) -> None
     if connection.vendor != "postgresql":
         model._default_manager.bulk_create(rows, batch_size=500)
         return
-    if _held.get() is not None:  # one multi-row INSERT, held with the batch (COPY cannot wait for it)
-        sql, fields = _insert_statement(model)
-        head, values = sql.split(" VALUES ", 1)
-        _write(f"{head} VALUES {', '.join([values] * len(rows))}",
-               [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields])
-        return
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    sql = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
+    insert_values(model, [f.column for f in fields],
+                  [[f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields] for row in rows])
+
+
+def insert_values(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Insert rows given as the values the database stores in ``columns`` (what each
+    field's ``get_db_prep_save`` gives): for many rows whose model instances only served
+    to be taken apart again (a run's ~730 archive items spent ~25 ms building and
+    preparing instances). On PostgreSQL through one ``COPY ... FROM STDIN``: a multi-row
+    INSERT's texts (~800 kB of JSON for a run's archive) are escaped by psycopg in Python,
+    COPY's in C; inside ``batched_writes``, multi-row INSERTs held with the batch (COPY
+    cannot wait for it). Other databases: multi-row INSERTs. ``rows`` may be a generator:
+    COPY sends every 32 kB as it comes, so PostgreSQL stores the first rows while the
+    caller still prepares the next."""
+    q = connection.ops.quote_name
+    table, names = q(model._meta.db_table), ", ".join(q(c) for c in columns)
+    if connection.vendor != "postgresql" or _held.get() is not None:
+        statements = _multi_row_inserts(model, columns, list(rows))
+        if _held.get() is not None:
+            for sql, params in statements:
+                _write(sql, params)
+            return
+        with connection.cursor() as cursor:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+        return
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return
     # The copy goes to psycopg's cursor directly, past Django's wrapper: its errors are
     # wrapped here, so a lost connection is django.db's OperationalError as for any query
     # (the worker retries a run at once on that, see services.runs.execute).
-    with connection.cursor() as cursor, connection.wrap_database_errors, cursor.copy(sql) as copy:
+    with connection.cursor() as cursor, connection.wrap_database_errors, \
+            cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        copy.write_row(first)
         for row in rows:
-            copy.write_row([f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
+            copy.write_row(row)
+
+
+def insert_returning(model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                     key: str) -> dict[Any, int]:
+    """Insert rows given as stored values (as :func:`insert_values`) and return each new
+    row's id by its value of the unique column ``key``. Not inside ``batched_writes``.
+    On PostgreSQL the ids are drawn from the table's sequence first (as the inserts would
+    draw them), then the rows go through :func:`insert_values`' COPY with them: an INSERT
+    returning its ids takes the values as array literals or one placeholder each, both
+    built and escaped by psycopg in Python (~4 ms for a run's ~120 archive entries).
+    Elsewhere one multi-row INSERT ... RETURNING per batch, matched by ``key``."""
+    if not rows:
+        return {}
+    q = connection.ops.quote_name
+    at = columns.index(key)
+    pk = model._meta.pk.column  # type: ignore[union-attr]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                           [model._meta.db_table, pk, len(rows)])
+            new = [n for (n,) in cursor.fetchall()]
+            insert_values(model, [pk, *columns], [[n, *row] for n, row in zip(new, rows)])
+            return {row[at]: n for n, row in zip(new, rows)}
+        ids: dict[Any, int] = {}
+        for sql, params in _multi_row_inserts(model, columns, rows, f" RETURNING {q(pk)}, {q(key)}"):
+            cursor.execute(sql, params)
+            ids.update((k, n) for n, k in cursor.fetchall())
+    if len(ids) != len(rows) or any(row[at] not in ids for row in rows):
+        raise DatabaseError(f"{model.__name__}: the ids of the inserted rows did not all come back")
+    return ids
+
+
+def _multi_row_inserts(model: type[models.Model], columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                       tail: str = "") -> Iterator[tuple[str, list[Any]]]:
+    """Multi-row INSERT statements of ``rows``, as many as the database's limit on
+    parameters per statement asks (SQLite: 999)."""
+    q = connection.ops.quote_name
+    head = f"INSERT INTO {q(model._meta.db_table)} ({', '.join(q(c) for c in columns)}) VALUES "
+    one = f"({', '.join(['%s'] * len(columns))})"
+    step = max(1, (connection.features.max_query_params or 65535) // len(columns))
+    for start in range(0, len(rows), step):
+        chunk = rows[start:start + step]
+        yield head + ", ".join([one] * len(chunk)) + tail, [v for row in chunk for v in row]
+
+
+def delete_rows(model: type[models.Model], column: str, value: Any) -> None:
+    """``DELETE FROM`` the model's table ``WHERE column = value``, held with the batch inside
+    ``batched_writes`` (the model must have no dependents a delete would cascade to, and
+    no delete signals)."""
+    q = connection.ops.quote_name
+    _write(f"DELETE FROM {q(model._meta.db_table)} WHERE {q(column)} = %s", [value])

@@ -6,7 +6,9 @@ from __future__ import annotations
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.models import ArchiveItem, RunEvent, StoredArchiveEntry
+from compaction.archive import ArchivedItem, ArchiveEntry
+from dashboard.models import ArchiveItem, RunEvent, Session, StoredArchiveEntry
+from dashboard.services.archive import search_text, store_entries
 
 
 def _inserts(queries, table: str) -> int:
@@ -89,3 +91,38 @@ def test_archived_text_reads_back_exactly_whatever_characters_it_holds(api):
     assert tool in [{k: m.get(k) for k in tool} for m in stored]
     # the search text keeps them too (the raw JSON holds ASCII escapes only)
     assert any(hostile in t for t in ArchiveItem.objects.filter(entry__session_id=sid).values_list("text", flat=True))
+
+
+def test_store_entries_stores_what_the_models_would_store(project):
+    """store_entries prepares its values without model instances: each column holds what
+    the fields prepare (bulk_create of the models), and size_chars is the engine's, for
+    texts with non-ASCII characters and escapes as well."""
+    session = Session.objects.create(project=project, title="archive rows")
+    raws = [{"role": "tool", "tool_call_id": "c1", "content": "plain ascii"},
+            {"role": "user", "content": "naïve 你好 \U0001f600", "name": "x"},
+            {"role": "tool", "tool_call_id": "c2", "content": "back\\u00e9slash \u007f del \x01 ctl \n\t"},
+            {"content": "astral \U0001f600 \\ud800 escaped", "role": "assistant", "z": [1, 2.5, None, True]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c3", "type": "function", "function": {"name": "cat", "arguments": "{\"path\": \"é\"}"}}]}]
+    entries = [ArchiveEntry(f"e{k}", str(session.pk), "offloaded",
+                            [ArchivedItem(f"m{k}{i}", i, raw, "c1" if i == 0 else None, "cat" if i else None)
+                             for i, raw in enumerate(raws[k:])], note=f"note {k}")
+               for k in range(3)]
+    store_entries(entries, session=session)
+    stored = {r.entry_id: r for r in StoredArchiveEntry.objects.filter(session=session)}
+    for entry in entries:
+        row = stored[entry.id]
+        assert (row.project_id, row.run_id, row.kind, row.note, row.content_hash, row.item_count) == (
+            project.pk, None, entry.kind, entry.note, entry.content_hash, len(entry.items))
+        assert row.size_chars == entry.size_chars and row.engine_created_at == entry.created_at
+        assert row.created_at is not None
+        items = list(ArchiveItem.objects.filter(entry=row).order_by("index"))
+        assert [(i.index, i.message_id, i.ordinal, i.tool_call_id, i.tool_name) for i in items] == [
+            (k, a.message_id, a.ordinal, a.tool_call_id or "", a.tool_name or "") for k, a in enumerate(entry.items)]
+        assert [i.text for i in items] == [search_text(a.raw) for a in entry.items]
+    # the raw JSON text is the field's own encoding
+    field = ArchiveItem._meta.get_field("raw")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT i.raw FROM dashboard_archiveitem i JOIN dashboard_storedarchiveentry e "
+                       "ON e.id = i.entry_id WHERE e.session_id = %s ORDER BY e.entry_id, i.\"index\"", [session.pk])
+        assert [t for (t,) in cursor.fetchall()] == [field.get_prep_value(a.raw) for e in entries for a in e.items]

@@ -6,7 +6,7 @@ import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from dashboard.models import Session, StoredMessage
-from dashboard.services.common import batched_writes, insert_row, insert_rows, update_row
+from dashboard.services.common import batched_writes, insert_row, insert_rows, lock_row, update_row
 
 
 @pytest.fixture
@@ -79,3 +79,16 @@ def test_a_batch_that_fails_writes_nothing(session):
         insert_row(_message(session, 0))
         raise RuntimeError("the block fails before its end")
     assert not StoredMessage.objects.filter(session=session).exists()
+
+
+def test_lock_row_reads_the_row_as_a_query_reads_it(session):
+    Session.objects.filter(pk=session.pk).update(tools=[{"type": "function", "function": {"name": "cat"}}],
+                                                  context_tokens={"user": 3, "total": 3}, active_run_id=7,
+                                                  last_message_at=session.created_at)
+    with transaction.atomic():
+        locked = lock_row(Session, session.pk)
+        assert lock_row(Session, session.pk + 1000) is None
+    expected = Session.objects.get(pk=session.pk)
+    assert isinstance(locked, Session) and not locked._state.adding
+    for field in Session._meta.concrete_fields:
+        assert getattr(locked, field.attname) == getattr(expected, field.attname), field.name

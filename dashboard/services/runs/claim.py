@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from ...models import CompactionRun, RunEvent, RunStatus, Session, SessionContext
+from ..common import batched_writes, lock_row
 from .commit import finish_locked
 
 # claimed: this execution holds the run; any other word says why it does not:
@@ -36,9 +37,9 @@ def claim(run_id: int) -> Claim:
     if head is None:
         return Claim("missing")
     with transaction.atomic():
-        session = Session.objects.select_for_update().filter(pk=head["session_id"]).first()
-        run = CompactionRun.objects.select_for_update().filter(pk=run_id).first()
-        if session is None or run is None:
+        session = lock_row(Session, head["session_id"])
+        run = lock_row(CompactionRun, run_id)
+        if not isinstance(session, Session) or not isinstance(run, CompactionRun):
             return Claim("missing")
         if run.is_final:
             return Claim("done", run)
@@ -60,20 +61,25 @@ def claim(run_id: int) -> Claim:
                 f"gave up after {run.deliveries} executions that did not finish (worker lost or hard time "
                 f"limit); the session is unchanged"), error_kind="worker_lost")
             return Claim("done", run)
-        ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
+        # rendered (~1 MB for 500 messages) is read only when the served list is kept by
+        # reference to it (served_messages then loads it; the row is locked meanwhile)
+        ctx = SessionContext.objects.select_for_update().defer("rendered").get(session_id=session.pk)
         items = ctx.load_items()
-        token = run.mark_running(snapshot_messages=len(items), snapshot_version=session.context_version,
-                                 detail={"messages": len(items), "tokens": session.context_total},
-                                 snapshot_position=session.message_count)
-        session.hold_run(run.pk)
-        RunEvent.record(run.pk, "started", {"snapshot_messages": len(items), "context_version": session.context_version,
-                                            "delivery": run.deliveries}, run.deliveries)
         parent = None
         served = ctx.served_messages()
         if served:
             parent = {"messages": json.loads(served)}
             if session.tools:
                 parent["tools"] = list(session.tools)
+        # The claim's writes go to PostgreSQL as one round trip (nothing above reads them).
+        with batched_writes():
+            token = run.mark_running(snapshot_messages=len(items), snapshot_version=session.context_version,
+                                     detail={"messages": len(items), "tokens": session.context_total},
+                                     snapshot_position=session.message_count)
+            session.hold_run(run.pk)
+            RunEvent.record(run.pk, "started", {"snapshot_messages": len(items),
+                                                "context_version": session.context_version,
+                                                "delivery": run.deliveries}, run.deliveries)
         return Claim("claimed", run, token, items, list(session.tools or []),
                      session.last_message_at.timestamp() if session.last_message_at else None,
                      parent, ctx.branch_summaries or {})

@@ -28,7 +28,7 @@ from ...models import (
 from .. import run_recall
 from ..archive import BufferedArchive
 from ..branches import BranchOutcome
-from ..common import add_totals, empty_totals, now, with_total
+from ..common import add_totals, batched_writes, empty_totals, lock_row, now, update_row, with_total
 from ..triggers import check_trigger
 from .request import enqueue_next, request_run
 
@@ -72,30 +72,34 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outco
             return "failed"
         appended = current[n:]
         live = _LiveContext.build(outcome, appended, counter, tools_tokens=session.tools_tokens)
-        rows = archive.flush(session, locked.pk)
+        refs = archive.flush(session, locked.pk)
 
-        ctx.write_whole(json.dumps(live.items, separators=(",", ":")),
-                        json.dumps(render_messages(live.messages), separators=(",", ":")),
-                        session.context_version + 1)
-
-        stamp = now()
-        _record_compaction(session, live, outcome, ctx.version, stamp)
-
-        locked.mark_succeeded(outcome, finished_at=stamp, duration_ms=int((time.perf_counter() - started) * 1000),
-                              archive_refs=[r.entry_id for r in rows], appended=len(appended),
-                              context_version=ctx.version, mode=mode,
-                              branches=branches.summary() if branches is not None else None)
-        if branches is not None:
-            ctx.branch_summaries = branches.data
-            ctx.save(update_fields=["branch_summaries"])
-        RunEvent.record(locked.pk, "succeeded", {"messages_after": len(live.items), "appended_during_run": len(appended),
-                                                 "archive_refs": locked.archive_refs}, locked.deliveries)
+        # The writes below go to PostgreSQL as one round trip (batched_writes), none of
+        # them reads what another writes; the reads that follow see them all.
+        with batched_writes():
+            ctx.write_whole(json.dumps(live.items, separators=(",", ":")),
+                            json.dumps(render_messages(live.messages), separators=(",", ":")),
+                            session.context_version + 1)
+            stamp = now()
+            _record_compaction(session, live, outcome, ctx.version, stamp)
+            locked.mark_succeeded(outcome, finished_at=stamp,
+                                  duration_ms=int((time.perf_counter() - started) * 1000),
+                                  archive_refs=refs, appended=len(appended), context_version=ctx.version, mode=mode,
+                                  branches=branches.summary() if branches is not None else None)
+            if branches is not None:
+                ctx.branch_summaries = branches.data
+                update_row(ctx, ["branch_summaries"])
+            RunEvent.record(locked.pk, "succeeded", {"messages_after": len(live.items),
+                                                     "appended_during_run": len(appended),
+                                                     "archive_refs": locked.archive_refs}, locked.deliveries)
         enqueue_next(session.pk, locked.pk)
         if appended:
             _follow_up(session)
         # the agent has answered after the session's earlier runs by now: keep their recall
-        session_id, run_id = session.pk, locked.pk
-        transaction.on_commit(lambda: run_recall.measure_quietly(session_id, run_id))
+        # (a first compaction has none: every succeeded run counts in compaction_count)
+        if session.compaction_count > 1:
+            session_id, run_id = session.pk, locked.pk
+            transaction.on_commit(lambda: run_recall.measure_quietly(session_id, run_id))
     return "succeeded"
 
 
@@ -142,7 +146,13 @@ def _record_compaction(session: Session, live: _LiveContext, outcome: Outcome, v
     session.compaction_count += 1
     session.last_compacted_at = stamp
     session.active_run_id = None
-    session.save()
+    # the fields set above, as a plain statement sent with the commit's other writes
+    update_row(session, _COMPACTION_FIELDS)
+
+
+_COMPACTION_FIELDS = ("context_tokens", "context_total", "context_messages", "context_version",
+                      "tokens_since_summary", "messages_since_summary", "compaction_count", "last_compacted_at",
+                      "active_run_id", "updated_at")
 
 
 def _follow_up(session: Session) -> None:
@@ -171,9 +181,9 @@ def skip(run: CompactionRun, token: str, reason: str, trigger: dict[str, Any] | 
 def _lock_claimed(run: CompactionRun, token: str) -> tuple[Session, CompactionRun] | Literal["missing", "lost"]:
     """Lock the session, then the run (the lock order everywhere), inside the caller's
     transaction; "missing" when either is gone, "lost" when the claim is no longer ours."""
-    session = Session.objects.select_for_update().filter(pk=run.session_id).first()
-    locked = CompactionRun.objects.select_for_update().filter(pk=run.pk).first()
-    if session is None or locked is None:
+    session = lock_row(Session, run.session_id)
+    locked = lock_row(CompactionRun, run.pk)
+    if not isinstance(session, Session) or not isinstance(locked, CompactionRun):
         return "missing"
     if not locked.holds_claim(token):
         return "lost"

@@ -274,8 +274,11 @@ def run_inline(run_id: int, reason: str, task_id: str | None = None) -> RunResul
 def enqueue_next(session_id: int, finished_id: int) -> None:
     """Hand the session's slot to its oldest queued run (the caller holds the session lock;
     the task is sent once the transaction commits)."""
-    nxt = (CompactionRun.objects.filter(session_id=session_id, status=RunStatus.QUEUED).exclude(pk=finished_id)
-           .order_by("id").first())
+    # Its id first (a query Django builds in half the time of a whole run's), the run only if
+    # there is one: at the end of most runs none is queued.
+    first = (CompactionRun.objects.filter(session_id=session_id, status=RunStatus.QUEUED).exclude(pk=finished_id)
+             .order_by("id").values_list("id", flat=True).first())
+    nxt = CompactionRun.objects.filter(pk=first).first() if first is not None else None
     if nxt is not None:
         nxt.reissue()
         transaction.on_commit(partial(enqueue, nxt.pk, nxt.task_id), robust=True)
