@@ -24,9 +24,9 @@ from compaction.policy import Policy
 from ..models import Project, Session, SessionContext, StoredMessage
 from . import Conflict, Invalid
 from .archive import store_entries
-from .common import add_totals, clean_text, counter_for, empty_totals, now, with_total
+from .common import add_totals, clean_text, context_item, counter_for, empty_totals, now, with_total
 from .policies import apply_service_defaults, project_policy
-from .sessions import EmptyImport, _arrival, _call_names, _check_fields, _dumps, _item, _message_row
+from .sessions import EmptyImport, _arrival, _call_names, _check_fields, _dumps, _message_row
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _write_chunk(project: Project, prepared: list[_Prepared], message_batch: int
                 row.tokens_since_summary = sum(t.total for t in live_tokens)
                 row.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
             contexts.append(SessionContext(session=row, version=1,
-                                           items=_dumps([_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
+                                           items=_dumps([context_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
                                            rendered=_dumps(render_messages(live))))
         SessionContext.objects.bulk_create(contexts, batch_size=max(1, message_batch // 100))
     return [row.pk for row in rows]

@@ -13,7 +13,17 @@ from django.db import DatabaseError, connection, models
 # One MessageCounter per tokenizer per process (the engine keeps them), so its
 # content-hash cache is shared by every request, run and simulation in the process.
 from compaction.compactor import counter_for  # noqa: F401
-from compaction.tokens import CATEGORIES
+from compaction.messages import Message
+from compaction.tokens import CATEGORIES, MessageTokens
+
+
+def context_item(msg: Message, tokens: MessageTokens, counter: str) -> dict[str, Any]:
+    """A live-context item: the message and its token counts, with the name of the counter
+    that made them (a run counting with the same one takes them instead of tokenizing the
+    context again: runs.execute.take_stored_counts)."""
+    d = msg.to_dict()
+    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category), "counter": counter}
+    return d
 
 
 def empty_totals() -> dict:

@@ -42,6 +42,7 @@ from .branches import clean_key, split_filter_keys
 from .common import (
     add_totals,
     clean_text,
+    context_item,
     counter_for,
     empty_totals,
     insert_rows,
@@ -186,14 +187,6 @@ def _check_fields(imported: ImportedSession, source: str | None) -> None:
             raise Invalid(f"{where}{name} {problem}")
 
 
-def _item(msg: Message, tokens, counter: str) -> dict:
-    """A live-context item: the message and its token counts, with the counter that made
-    them (a worker that counts with the same one takes them instead of tokenizing again)."""
-    d = msg.to_dict()
-    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category), "counter": counter}
-    return d
-
-
 def _dumps(value) -> str:
     # ASCII escapes: the text survives any database (PostgreSQL refuses NUL in text).
     return json.dumps(value, separators=(",", ":"))
@@ -310,7 +303,7 @@ def import_session(project: Project, imported: ImportedSession, *, auto_compact:
             session.tokens_since_summary = sum(t.total for t in live_tokens)
             session.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
         SessionContext.objects.create(session=session, version=1,
-                                      items=_dumps([_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
+                                      items=_dumps([context_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
                                       rendered=_dumps(render_messages(live)))
         result = WriteResult(session=session, positions=list(range(len(msgs))))
         if auto_compact and msgs:
@@ -406,7 +399,7 @@ def _add_to_context(session: Session, start: int, live: list[Message], tokens: l
     depend on the context's length. A system or developer message is the exception: a summary
     injected into the system message may move into it, so the whole list is rendered again
     (rare; the caller holds the session lock)."""
-    items = [_item(m, t, counter) for m, t in zip(live, tokens)]
+    items = [context_item(m, t, counter) for m, t in zip(live, tokens)]
     if any(m.role in ("system", "developer") for m in live):
         ctx = SessionContext.objects.select_for_update().get(session_id=session.pk)
         everything = ctx.load_items() + items

@@ -14,7 +14,7 @@ from django.db import transaction
 from compaction import Outcome
 from compaction.context import render_messages
 from compaction.messages import Message
-from compaction.tokens import MessageCounter, MessageTokens
+from compaction.tokens import MessageCounter
 
 from ...models import (
     CompactionRun,
@@ -28,7 +28,16 @@ from ...models import (
 from .. import run_recall
 from ..archive import BufferedArchive
 from ..branches import BranchOutcome
-from ..common import add_totals, batched_writes, empty_totals, lock_row, now, update_row, with_total
+from ..common import (
+    add_totals,
+    batched_writes,
+    context_item,
+    empty_totals,
+    lock_row,
+    now,
+    update_row,
+    with_total,
+)
 from ..triggers import check_trigger
 from .request import enqueue_next, request_run
 
@@ -117,7 +126,7 @@ class _LiveContext:
     def build(cls, outcome: Outcome, appended: list[dict[str, Any]], counter: MessageCounter, *,
               tools_tokens: int) -> _LiveContext:
         prefix = list(outcome.messages)
-        items = [_item(m, t) for m, t in zip(prefix, counter.count_many(prefix))] + appended
+        items = [context_item(m, t, counter.name) for m, t in zip(prefix, counter.count_many(prefix))] + appended
         messages = prefix + [Message.from_dict(i) for i in appended]
         totals = empty_totals()
         for item in items:
@@ -126,12 +135,6 @@ class _LiveContext:
         last = max((k for k, m in enumerate(messages) if m.is_engine_written), default=-1)
         since = [i for m, i in zip(messages[last + 1:], items[last + 1:]) if m.is_original]
         return cls(messages, items, with_total(totals), since)
-
-
-def _item(msg: Message, tokens: MessageTokens) -> dict[str, Any]:
-    d = msg.to_dict()
-    d["tokens"] = {"total": tokens.total, "by_category": dict(tokens.by_category)}
-    return d
 
 
 def _record_compaction(session: Session, live: _LiveContext, outcome: Outcome, version: int, stamp: Any) -> None:

@@ -2,10 +2,12 @@
 engine's events and progress, then write the outcome."""
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -23,7 +25,7 @@ from ...text_repair import RepairCount, counting_repairs
 from .. import branches as branch_service
 from .. import connections
 from ..archive import BufferedArchive
-from ..common import counter_for, insert_rows
+from ..common import counter_for, insert_values
 from ..durability import relaxed_transaction
 from .claim import Claim, claim
 from .commit import commit, fail, skip
@@ -89,7 +91,7 @@ class Reporter:
         self.run_id, self.token, self.delivery = run_id, token, delivery
         self.attempt = 0
         self.summary_request: dict[str, Any] | None = None
-        self._pending: list[RunEvent] = []
+        self._pending: list[tuple[str, str, datetime]] = []  # kind, data as stored, time
         self._progress: dict[str, Any] | None = None  # fields of the run not written yet
         self._since = time.monotonic()
         self._quiet_until = self._since + settings.RUN_PROGRESS_AFTER
@@ -101,7 +103,8 @@ class Reporter:
         if kind == "summary_request" and "filter_key" not in event:
             self.summary_request = event
         try:
-            row = RunEvent(run_id=self.run_id, kind=kind[:50], data=json_safe(event), delivery=self.delivery)
+            # stored as RunEvent.data stores it (JSONTextField), encoded once
+            row = (kind[:50], json.dumps(event, default=str, separators=(",", ":")), timezone.now())
             with self._lock:
                 self._pending.append(row)
                 if kind == "generate_summary":
@@ -135,7 +138,10 @@ class Reporter:
             try:
                 with relaxed_transaction():
                     if pending:
-                        insert_rows(RunEvent, pending)
+                        stamp = RunEvent._meta.get_field("created_at")
+                        insert_values(RunEvent, ("run_id", "kind", "data", "delivery", "created_at"), [
+                            (self.run_id, kind, data, self.delivery, stamp.get_db_prep_save(at, connection))
+                            for kind, data, at in pending])
                     if progress:
                         CompactionRun.objects.filter(pk=self.run_id, claim_token=self.token,
                                                      status=RunStatus.RUNNING).update(**progress)
