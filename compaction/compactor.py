@@ -180,7 +180,7 @@ def build_outcome(run: RunContext, done: Compaction, tail: TailorStep | None) ->
         summary_tokens=fin.summary_tokens if fin is not None else 0,
         compression=fin.compression if fin is not None else None,
         cut=fin.cut() if fin is not None else None,
-        retention=fin.retention if fin is not None else None,
+        retention_of=fin.retention_of if fin is not None else None,
     )
 
 

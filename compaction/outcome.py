@@ -1,7 +1,9 @@
 """What a compaction returns: the new context, what changed, and why."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .ledger import LedgerRow
@@ -45,7 +47,9 @@ class Outcome:
     extractive: bool = False
     prompt: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[dict[str, Any]] = field(default_factory=list)
-    retention: dict[str, Any] | None = None
+    #: scores retention when ``retention`` is first read (a service writes the new context
+    #: first and scores it after: the scan of the evicted span is ~10 ms of a 500-message run)
+    retention_of: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False, compare=False)
     compression: float | None = None
     evicted_messages: int = 0
     summary_tokens: int = 0
@@ -59,6 +63,12 @@ class Outcome:
 
     def __bool__(self) -> bool:
         return True
+
+    @cached_property
+    def retention(self) -> dict[str, Any] | None:
+        """Share of the evicted span's identifiers the new context still holds
+        (:func:`compaction.retention.retention`); None when nothing was summarized."""
+        return self.retention_of() if self.retention_of is not None else None
 
     @property
     def ledger(self) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from . import tailoring
@@ -317,7 +318,7 @@ class FinalizeStep:
     fates: Mapping[str, Fate]            # message id -> fate, for the span and the pinned messages
     evicted_originals: int
     summary_tokens: int
-    retention: dict[str, Any] | None
+    retention_of: Callable[[], dict[str, Any] | None]  # scored when first asked (Outcome.retention)
 
     @property
     def compression(self) -> float | None:
@@ -414,7 +415,7 @@ def finalize_context(run: RunContext, reduced: ReductionStep, summary: SummarySt
         fates[working[i].id] = "pinned"
     summary_tokens = sum(run.counter.count(m).total for m in new_messages if m.provenance is Provenance.SUMMARY)
     return FinalizeStep(summary, new_messages, archive_ref, tuple(entries), fates, len(originals), summary_tokens,
-                        retention([m.raw for m in summary.span], context))
+                        partial(retention, [m.raw for m in summary.span], context))
 
 
 # -- final budget step -----------------------------------------------------------------------------

@@ -473,13 +473,14 @@ class CompactionRun(models.Model):
 
     SUCCEEDED_FIELDS = ("status", "finished_at", "duration_ms", "progress_step", "request_mode", "request_mode_reason",
                         "tokens_before", "tokens_after", "messages_before", "messages_after", "model", "prompt",
-                        "summary", "attempts", "ledger", "retention", "compression", "trigger_info", "result",
+                        "summary", "attempts", "ledger", "compression", "trigger_info", "result",
                         "archive_refs", "appended_during_run", "context_version_after")
 
     def mark_succeeded(self, outcome: Outcome, *, finished_at: datetime, duration_ms: int, archive_refs: list[str],
                        appended: int, context_version: int, mode: tuple[str, str],
                        branches: dict[str, Any] | None = None) -> None:
-        """The engine's Outcome committed: what the run keeps of it, and how it went."""
+        """The engine's Outcome committed: what the run keeps of it, and how it went. Its
+        retention score is written after the commit (``record_retention``)."""
         self.status = RunStatus.SUCCEEDED
         self.finished_at = finished_at
         self.duration_ms = duration_ms
@@ -502,7 +503,7 @@ class CompactionRun(models.Model):
         # (None stays SQL NULL, as JSONTextField stores it.)
         texts = {name: None if value is None else json.dumps(value, default=str, separators=(",", ":"))
                  for name, value in (("prompt", outcome.prompt or []), ("attempts", outcome.attempts or []),
-                                     ("ledger", outcome.ledger), ("retention", outcome.retention),
+                                     ("ledger", outcome.ledger),
                                      ("trigger_info", outcome.trigger), ("result", result))}
         for name, text in texts.items():
             setattr(self, name, None if text is None else json.loads(text))
@@ -513,6 +514,10 @@ class CompactionRun(models.Model):
         # The fields set above (the others are as the locked row has them), in one plain
         # statement, so a run's commit sends it with its other writes (batched_writes).
         update_row(self, self.SUCCEEDED_FIELDS, prepared=texts)
+
+    @classmethod
+    def record_retention(cls, run_id: int, retention: dict[str, Any] | None) -> None:
+        cls.objects.filter(pk=run_id).update(retention=json_safe(retention) if retention is not None else None)
 
     def mark_finished(self, status: Unsuccessful, *, error: str, error_kind: str,
                       attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
