@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from compaction.archive import ArchivedItem, ArchiveEntry, items_hash
 from compaction.errors import ArchiveError
-from compaction.messages import canonical_json, text_of
+from compaction.messages import text_of
 
 from ..models import ArchiveItem, Session, StoredArchiveEntry
 from .common import clean_text, insert_returning, insert_values
@@ -72,22 +72,13 @@ def store_entries(entries: list[ArchiveEntry], *, session: Session | None = None
     stamp = connection.ops.adapt_datetimefield_value(timezone.now())
     pks = insert_returning(StoredArchiveEntry, _ENTRY_COLUMNS, [
         [entry.id, session.project_id, session.pk, run_id, entry.kind, clean_text(entry.note or ""),
-         entry.content_hash, len(entry.items), _size_chars(entry, texts), float(entry.created_at or 0.0), stamp]
-        for entry, texts in zip(entries, raws)], key="entry_id")
+         entry.content_hash, len(entry.items), entry.size_chars, float(entry.created_at or 0.0), stamp]
+        for entry in entries], key="entry_id")
     # a generator: on PostgreSQL the rows stream to the server as they are prepared
     insert_values(ArchiveItem, _ITEM_COLUMNS, (
         [pks[entry.id], i, item.message_id, None if item.ordinal is None else int(item.ordinal), text,
          search_text(item.raw), clean_text(item.tool_call_id or ""), clean_text(item.tool_name or "")]
         for entry, texts in zip(entries, raws) for i, (item, text) in enumerate(zip(entry.items, texts))))
-
-
-def _size_chars(entry: ArchiveEntry, texts: list[str]) -> int:
-    """``entry.size_chars`` (the length of each item's canonical JSON) from the stored texts
-    where they have the same length: the canonical form differs only in key order and in
-    writing non-ASCII characters as themselves, and a text with no ``\\u`` escape has none;
-    the others are encoded canonically, as size_chars does."""
-    return sum(len(text) if "\\u" not in text else len(canonical_json(item.raw))
-               for item, text in zip(entry.items, texts))
 
 
 def to_engine(row: StoredArchiveEntry, items: list[ArchiveItem] | None = None) -> ArchiveEntry:
