@@ -8,7 +8,8 @@ still writing takes a half-written file, and an empty or garbled file makes ``js
 raise inside the worker's consumer, which Celery treats as unrecoverable (the worker
 exits). Here the writer writes into ``tmp/`` and renames into the inbox (rename is atomic
 on one filesystem, so a reader sees a whole message or none), and the reader moves any
-file it cannot turn into a message into ``bad/``, with a log line, instead of raising.
+file it cannot turn into a message into ``bad/``, with a log line, instead of raising, whatever
+the parser raised (a file nested 100,000 deep raises RecursionError, not ValueError).
 
 Importing this module makes ``filesystem://`` mean this transport in the importing
 process (settings.py and dashboard/celery.py import it, so every process of the service
@@ -98,7 +99,10 @@ class SafeFilesystemChannel(filesystem.Channel):
             except OSError as exc:
                 self._quarantine(taken, f"cannot be read: {exc}")
                 continue
-            payload = self._parse(raw)
+            try:
+                payload = self._parse(raw)
+            except Exception as exc:  # noqa: BLE001 - whatever a file does to the parser, the worker lives on
+                payload = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
             if isinstance(payload, str):
                 self._quarantine(taken, payload)
                 continue
@@ -113,7 +117,8 @@ class SafeFilesystemChannel(filesystem.Channel):
             return "empty file"
         try:
             payload = loads(bytes_to_str(raw))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to parse (ValueError, RecursionError on deep
+            # nesting, MemoryError) sets the file aside; KeyboardInterrupt and SystemExit still stop the worker
             return f"not JSON ({type(exc).__name__}: {str(exc)[:200]})"
         try:
             # What the consumer will do with it: a payload that fails here would raise

@@ -111,3 +111,28 @@ def test_a_reader_never_sees_a_message_before_it_is_whole(tmp_path):
 def test_the_filesystem_url_means_the_hardened_transport():
     with Connection("filesystem://") as conn:
         assert isinstance(conn.transport, SafeFilesystemTransport)
+
+
+@pytest.mark.slow
+def test_a_file_nested_too_deep_to_parse_is_set_aside_and_the_worker_runs_the_next_run(start_worker, live_api,
+                                                                                        tmp_path):
+    """JSON nested 100,000 deep makes the parser raise RecursionError, not ValueError: the file
+    is set aside with a warning like any unreadable one, instead of stopping the worker."""
+    worker = start_worker("filesystem")
+    name = f"0_deep.{QUEUE}.msg"
+    (tmp_path / "broker" / "in" / name).write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    bad = tmp_path / "broker" / "bad"
+    wait_for(lambda: (bad / name).exists() or not worker.alive(), timeout=60,
+             what="the worker to set the deep file aside")
+    assert worker.alive(), worker.tail()
+    assert (bad / name).exists()
+
+    sid = new_session(live_api)
+    r = live_api.post(f"/api/sessions/{sid}/compactions", {"reason": "after a deep file"})
+    assert r.status_code == 202, r.content
+    run = wait_for(lambda: finished(r.json()["run_id"]), timeout=120, what="the run after the deep file")
+    assert run.status == "succeeded", run.error
+    assert worker.alive(), worker.tail()
+    log = worker.log.read_text(errors="replace")
+    assert f"skipped unreadable message file {name} (not JSON (RecursionError" in log
+    worker.kill()
