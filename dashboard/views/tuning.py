@@ -87,8 +87,9 @@ def _sweep_context(sweep: TuningSweep | None) -> dict[str, object]:
 @require_POST
 def start_sweep(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue a sweep of policy A (as edited in the posted tuning form) over this session or
-    its project; answers the sweep's status block, which polls until the sweep ends."""
-    session = session_for(request.user, pk)
+    its project; answers the sweep's status block, which polls until the sweep ends. An owner
+    action: a sweep stores a row and takes worker time."""
+    session = session_for(request.user, pk, need="edit")
     try:
         policy = posted_policy(session, request.POST, "a")
         sweep = request_sweep(session, policy, kind=request.POST.get("sweep_kind", ""),

@@ -34,6 +34,7 @@ class Route:
     target: str  # what the URL names: session, run, project, key, or "" (no object: the current project)
     need: str  # view or edit
     read_status: int = 200  # what a member who may use it gets (a redirect for some)
+    data: tuple[tuple[str, str], ...] = ()  # a POST's form: what a real use sends, so a missing check shows
 
 
 ROUTES: dict[str, Route] = {
@@ -67,7 +68,7 @@ ROUTES: dict[str, Route] = {
     "tuning": Route("GET", "session", "view"),
     "tuning-preview": Route("POST", "session", "view"),
     "tuning-save": Route("POST", "session", "edit"),
-    "tuning-sweep": Route("POST", "session", "view"),
+    "tuning-sweep": Route("POST", "session", "edit", data=(("sweep_kind", "tokens"), ("sweep_scope", "session"))),
     "sweep": Route("GET", "sweep", "view"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)
@@ -109,7 +110,7 @@ def _args(route: Route, objs: dict) -> list:
 def _call(client, name: str, objs: dict):
     route = ROUTES[name]
     url = reverse(f"pages:{name}", args=_args(route, objs))
-    return client.post(url, {}) if route.method == "POST" else client.get(url)
+    return client.post(url, dict(route.data)) if route.method == "POST" else client.get(url)
 
 
 def _client_for(django_user_model, username: str, **flags):
@@ -140,6 +141,8 @@ def _writes_left_alone(acme) -> None:
     assert ApiKey.objects.filter(project=acme["project"]).count() == 1
     assert acme["project"].sessions.count() == 1
     assert StoredPolicy.objects.filter(project=acme["project"]).count() == 1
+    # the only sweeps are the finished ones _args makes for the sweep status page
+    assert not TuningSweep.objects.filter(project=acme["project"]).exclude(status="done").exists()
 
 
 @pytest.mark.parametrize("name", SCOPED)
@@ -173,6 +176,26 @@ def test_the_owner_may_write(web, acme, name, django_capture_on_commit_callbacks
     with django_capture_on_commit_callbacks(execute=True):
         r = _call(web, name, acme)
     assert r.status_code in (200, 302), (name, r.status_code)
+
+
+def test_every_post_route_is_a_write_or_a_reasoned_exception():
+    """A POST changes something unless it is one of these: logging out, choosing the project on
+    screen and creating a project of one's own touch no project's data; a tuning preview
+    simulates in memory and writes nothing."""
+    not_writes = {"logout", "switch-project", "create-project", "tuning-preview"}
+    posts = {name for name, r in ROUTES.items() if r.method == "POST"}
+    assert posts - not_writes == {name for name, r in ROUTES.items() if r.need == "edit"}
+
+
+def test_a_viewer_starts_no_sweep_and_sees_no_sweep_button(web, viewer, acme):
+    tuning = reverse("pages:tuning", args=[acme["session"].pk])
+    assert 'data-testid="sweep-start"' in web.get(tuning).content.decode()
+    html = viewer.get(tuning).content.decode()
+    assert 'data-testid="sweep-start"' not in html and "its owners run sweeps" in html
+    r = viewer.post(reverse("pages:tuning-sweep", args=[acme["session"].pk]),
+                    {"sweep_kind": "tokens", "sweep_scope": "project"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 403
+    assert not TuningSweep.objects.exists()
 
 
 def test_the_sessions_list_shows_only_the_users_projects(outsider, acme):
