@@ -9,14 +9,15 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
-from .services.rate_limits import SETTING, parse_limit
+from .services.rate_limits import ALL_SETTINGS, parse_limit
 
 
 @register()
 def rate_limit_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    """FORCE_RATE_LIMIT and IMPORT_RATE_LIMIT must parse (``"60/min"``) or be empty."""
+    """FORCE_RATE_LIMIT, IMPORT_RATE_LIMIT and FORCE_SESSION_RATE_LIMIT must parse (``"60/min"``)
+    or be empty."""
     errors = []
-    for name in SETTING.values():
+    for name in ALL_SETTINGS:
         try:
             parse_limit(str(getattr(settings, name, "") or ""), name)
         except ImproperlyConfigured as exc:

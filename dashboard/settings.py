@@ -325,6 +325,9 @@ if RUN_NO_WORKER_FALLBACK not in ("inline", "off"):
 # empty = no limit. Counted in the database, so every web process shares them.
 FORCE_RATE_LIMIT = os.environ.get("FORCE_RATE_LIMIT", "").strip()
 IMPORT_RATE_LIMIT = os.environ.get("IMPORT_RATE_LIMIT", "").strip()
+# Forced runs of one session (API and dashboard), in any window of the period; a force
+# answered with the session's pending forced run does not count. Empty = no limit.
+FORCE_SESSION_RATE_LIMIT = os.environ.get("FORCE_SESSION_RATE_LIMIT", "5/min").strip()
 
 # -- Celery ------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"

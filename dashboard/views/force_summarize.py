@@ -20,6 +20,7 @@ from ..forms import parse_overrides
 from ..models import TriggerKind
 from ..selectors.access import run_status_for, session_for
 from ..services import ServiceError
+from ..services.rate_limits import RateLimited
 from ..services.runs import force_run
 from ._common import is_htmx
 
@@ -32,6 +33,7 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
     reason = request.POST.get("reason", "").strip()[:500] or "forced from the dashboard"
     error = None
     run = None
+    retry_after: int | None = None
     if preset is not None and preset not in PRESETS:
         error = f"unknown preset {preset!r}"
     else:
@@ -41,9 +43,19 @@ def force_summarize(request: HttpRequest, pk: int) -> HttpResponse:
                                       overrides=overrides or None, preset=preset)
         except ValueError as exc:
             error = f"overrides {exc}"
+        except RateLimited as exc:
+            retry_after = exc.retry_after
+            error = f"Not queued: {exc}"
         except ServiceError as exc:
             field = getattr(exc, "field", None)
             error = f"{field}: {exc}" if field and not str(exc).startswith(field) else str(exc)
+    if retry_after is not None:
+        # htmx swaps only 2xx answers: the button's request gets the message with 200, a plain
+        # form post the 429; both say when to try again.
+        response = render(request, "partials/form_error.html", {"error": error},
+                          status=200 if is_htmx(request) else 429)
+        response["Retry-After"] = str(retry_after)
+        return response
     if not is_htmx(request):
         return redirect("pages:run", run.pk) if run is not None else redirect("pages:session", session.pk)
     if error:

@@ -66,3 +66,20 @@ def test_a_pending_run_shows_its_progress_when_the_page_opens(web, small, django
         force(web, small)
     html = web.get(reverse("pages:session", args=[small.pk])).content.decode()
     assert 'data-testid="run-progress"' in html and 'data-status="queued"' in html
+
+
+def test_forcing_past_the_session_limit_says_when_to_try_again(web, small, settings,
+                                                               django_capture_on_commit_callbacks):
+    settings.FORCE_SESSION_RATE_LIMIT = "2/min"
+    for _ in range(2):
+        with django_capture_on_commit_callbacks(execute=True):
+            assert 'data-testid="run-progress"' in force(web, small).content.decode()
+    r = force(web, small)
+    html = r.content.decode()
+    assert r.status_code == 200  # htmx swaps the message in
+    assert 'data-testid="form-error"' in html and "at most 2 per 60 s" in html and "retry in" in html
+    assert 1 <= int(r["Retry-After"]) <= 60
+    assert CompactionRun.objects.filter(session=small).count() == 2
+    # without htmx (a plain form post) the answer is the 429 itself
+    r = web.post(reverse("pages:force", args=[small.pk]), {})
+    assert r.status_code == 429 and "FORCE_SESSION_RATE_LIMIT" in r.content.decode() and r["Retry-After"]

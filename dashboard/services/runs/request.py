@@ -19,7 +19,7 @@ from compaction.messages import canonical_json
 
 from ...celery import app as celery_app
 from ...models import CompactionRun, RunEvent, RunStatus, Session, StoredPolicy, TriggerKind
-from .. import Conflict, Invalid, NotFound, workers
+from .. import Conflict, Invalid, NotFound, rate_limits, workers
 from ..branches import clean_key
 from ..common import now
 from ..policies import (
@@ -88,7 +88,10 @@ def force_run(session: Session, *, trigger: str = TriggerKind.API, reason: str =
     ``filter_key``. A force that asks for something else while one is pending is refused
     (Conflict, 409, naming the pending run) rather than silently answered with a run that
     ignores its settings. An automatic run that is pending does not absorb a force: it may
-    decide the trigger no longer fires and skip, so the forced run queues behind it."""
+    decide the trigger no longer fires and skip, so the forced run queues behind it.
+
+    A force that would make a run beyond FORCE_SESSION_RATE_LIMIT is refused (RateLimited,
+    429 with the seconds to wait); sharing the pending run is never refused."""
     plan = _plan(session, overrides, policy, preset, filter_key)
     with transaction.atomic():
         if Session.objects.select_for_update().filter(pk=session.pk).first() is None:
@@ -96,6 +99,7 @@ def force_run(session: Session, *, trigger: str = TriggerKind.API, reason: str =
         # The API and the dashboard create forced runs only here, under this lock.
         pending = pending_run(session, forced_only=True)
         if pending is None:
+            rate_limits.check_session_force(session)
             return _create(session, plan, trigger=trigger, force=True, reason=reason), True
         if _same_request(pending, plan):
             return pending, False
