@@ -201,7 +201,7 @@ _KEY_VALUE = re.compile(
     (?P<key>["']?[\w.-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)["']?)
     (?P<sep>\s*[:=]\s*)
     (?P<quote>["']?)
-    (?P<value>[^\s"',;}]{4,})
+    (?P<value>[^\s"',;}&]{4,})  # '&' ends a value: the next query parameter is not the secret
     (?P=quote)""")
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?P<user>[^\s:/@]+):(?P<pw>[^\s@/]+)@", re.I)
 

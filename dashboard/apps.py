@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 
+from compaction.redaction import register_secrets
+
 _wal_set: set[str] = set()
 
 
@@ -23,5 +25,8 @@ class DashboardConfig(AppConfig):
         connection_created.connect(_sqlite_wal, dispatch_uid="dashboard-sqlite-wal")
         # Register the Celery tasks in every process (web, worker, commands, tests): the
         # services enqueue and run them by name; and the startup checks. Both use the
-        # models, so not before now.
+        # models, so not before now. Then the secrets settings name, which upstream text is
+        # cleaned of wherever it is stored, logged or returned (compaction.redaction).
         from . import checks, tasks  # noqa: F401, PLC0415
+        from .services.connections import configured_secrets  # noqa: PLC0415 - reads settings connections, not before now
+        register_secrets(configured_secrets())

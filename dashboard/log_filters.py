@@ -4,8 +4,10 @@ API keys belong in a header, but a client may still put one in a URL
 (``/api/sessions?api_key=cs_...``); the request is refused, yet the request line would be
 written to the access log as sent. ``scrub_credentials`` rewrites such query values, and
 ``ScrubCredentials`` applies it to every record of the loggers settings.LOGGING attaches it
-to (runserver's ``django.server``, ``django.request`` and ours). ``dashboard.gunicorn_logging``
-does the same for gunicorn's access log.
+to (runserver's ``django.server``, ``django.request`` and ours), together with
+``compaction.redaction.redact`` on the message and any traceback: an upstream's error text
+logged with a failure carries no secret it echoed (the operator's keys, bearer tokens).
+``dashboard.gunicorn_logging`` does the same for gunicorn's access log.
 
 Logging is configured before Django loads the models, so this module imports nothing of the
 dashboard.
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import re
+
+from compaction.redaction import redact
 
 # The prefix of every API key (dashboard.services.keys.KEY_PREFIX; a test keeps them equal).
 API_KEY_PREFIX = "cs_"
@@ -57,14 +61,21 @@ def scrub_query_string(query: str) -> str:
 
 
 class ScrubCredentials(logging.Filter):
-    """Rewrites a record whose formatted message holds a credential in a query string."""
+    """Rewrites a record whose formatted message or traceback holds a credential: in a query
+    string, a known secret value or anything shaped like a key or bearer token."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # a record that cannot format is left to the handler to report
             return True
-        scrubbed = scrub_credentials(message)
+        scrubbed = scrub_credentials(redact(message))
         if scrubbed != message:
             record.msg, record.args = scrubbed, ()
+        if record.exc_info and not record.exc_text:
+            # the handler's formatter uses a record's exc_text when it is set
+            record.exc_text = redact(_TRACEBACKS.formatException(record.exc_info))
         return True
+
+
+_TRACEBACKS = logging.Formatter()

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from .. import _env
 from ..errors import SummaryError
 from ..policy import RetryPolicy, SummarizerPolicy
+from ..redaction import redact, register_secrets
 from .extractive import EXTRACTIVE_MODEL, register
 from .thinking import strip_thinking
 
@@ -120,9 +121,11 @@ def _status(exc: BaseException) -> int | None:
 
 
 def describe_error(exc: BaseException, timeout: float | None = None) -> str:
-    """A one-line error for the attempt log: class, HTTP status, provider message."""
+    """A one-line error for the attempt log: class, HTTP status, provider message (with every
+    known secret and credential-shaped string taken out: a provider or proxy may echo the
+    request's key, ``compaction.redaction``)."""
     name = type(exc).__name__
-    text = " ".join(str(exc).split())
+    text = redact(" ".join(str(exc).split()))
     # litellm prefixes "litellm.InternalServerError: InternalServerError: ..."; keep the message.
     for prefix in (f"litellm.{name}: ", f"{name}: "):
         while text.startswith(prefix):
@@ -191,6 +194,7 @@ def request_kwargs(model: str, messages: list[dict[str, Any]], settings: Summari
         if key is None:
             raise _MissingKey(f"environment variable {settings.api_key_env} (summarizer.api_key_env) is not set")
         kwargs["api_key"] = key
+        register_secrets([key])  # so an upstream echoing it never brings it into an attempt's error
     elif settings.api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
         # A local OpenAI-compatible server (llama.cpp, vLLM) usually needs no key, but the
         # OpenAI client refuses to send a request without one.

@@ -7,13 +7,24 @@ from typing import Any
 
 from django.http import HttpResponse
 
+from compaction.redaction import redact, redact_json
+
 
 class GatewayError(Exception):
-    """An answer other than a completion: ``status`` and the OpenAI ``error`` object."""
+    """An answer other than a completion: ``status`` and the OpenAI ``error`` object.
+
+    Every gateway answer that is not a completion, and the log lines and SSE error events made
+    from it, is built from one of these; an upstream's text enters it here, so its message and
+    error object are redacted here (``compaction.redaction``: an upstream or proxy that
+    echoes the operator's key in its error never hands it to the client)."""
 
     def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",  # noqa: A002
                  param: str | None = None, code: str | int | None = None,
                  headers: dict[str, str] | None = None, body: dict[str, Any] | None = None):
+        message = redact(message)
+        if body is not None:
+            cleaned = redact_json(body)
+            body = cleaned if isinstance(cleaned, dict) else None
         super().__init__(message)
         self.status = status
         self.message = message
@@ -58,7 +69,8 @@ def upstream_failure(status: int | None, message: str, *, body: dict[str, Any] |
         return GatewayError(502, f"the upstream could not be reached: {message}", type="server_error",
                             headers=headers)
     if status in (401, 403):
-        return GatewayError(502, f"the upstream refused the gateway's credentials (the operator's key): {message}",
+        return GatewayError(502, f"the upstream refused the gateway's credentials (the operator's key; HTTP {status}): "
+                                 f"{message}",
                             type="server_error", headers=headers)
     kind = "rate_limit_error" if status == 429 else ("server_error" if status >= 500 else "invalid_request_error")
     return GatewayError(status, message, type=kind, headers=headers, body=body)

@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from compaction import _env
+from compaction.redaction import register_secrets
 from compaction.windows import model_window
 
 from ..services import connections
@@ -48,6 +49,7 @@ def _how_to_map(model: str) -> str:
 def resolve(model: str) -> Upstream:
     """The upstream for ``model``; a GatewayError (400) saying how to map it otherwise."""
     if "/" not in model and settings.GATEWAY_API_BASE:
+        register_secrets([settings.GATEWAY_API_KEY])
         return Upstream("GATEWAY_API_BASE", f"openai/{model}", settings.GATEWAY_API_BASE,
                         settings.GATEWAY_API_KEY or connections.NO_KEY)
     for conn in connections.registry().values():
@@ -59,6 +61,7 @@ def resolve(model: str) -> Upstream:
             raise GatewayError(502, f"the operator's connection {conn.name!r} is unusable: {exc}",
                                type="server_error") from None
         key = os.environ.get(conn.api_key_env) if conn.api_key_env else None
+        register_secrets([key])  # an admin's connection is read here first: its key is redacted from now on
         if conn.api_key_env and not key:
             raise GatewayError(502, f"the operator's connection {conn.name!r} has no key: environment variable "
                                     f"{conn.api_key_env} is not set", type="server_error")

@@ -27,6 +27,7 @@ rebinding) is not caught, since the HTTP client resolves again when it connects.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
 from collections.abc import Iterable
@@ -197,6 +198,27 @@ def _settings_connections() -> list[Connection]:
 
 def settings_connection_names() -> set[str]:
     return {c.name for c in _settings_connections()}
+
+
+# Environment variables whose names say they hold a credential (the provider keys litellm
+# reads, OPENAI_API_KEY, ANTHROPIC_API_KEY ..., and any other *_KEY, *_TOKEN, *_SECRET).
+_SECRET_ENV_NAME = re.compile(r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)$")
+
+
+def configured_secrets() -> list[str]:
+    """Every secret value the settings name, for ``compaction.redaction`` (collected once, at
+    startup): GATEWAY_API_KEY, SECRET_KEY, the key variable of each connection declared in
+    settings (COMPACTION_SUMMARIZER_API_KEY_ENV, COMPACTION_CONNECTIONS) and every
+    environment variable named like a credential. An admin's connection is added when the
+    gateway or a run first reads its key."""
+    values: list[str | None] = [settings.GATEWAY_API_KEY, settings.SECRET_KEY]
+    env_names = {name for name in os.environ if _SECRET_ENV_NAME.search(name.upper())}
+    try:
+        env_names.update(c.api_key_env for c in _settings_connections() if c.api_key_env)
+    except ImproperlyConfigured:
+        pass  # reported by the startup check (connection_settings); redaction still covers the rest
+    values += [os.environ.get(name) for name in sorted(env_names)]
+    return [v for v in values if v]
 
 
 def registry() -> dict[str, Connection]:

@@ -165,3 +165,19 @@ def test_the_access_log_of_a_real_server_holds_no_key(tmp_path, server):
     text = log.read_text()
     assert "probe=1" in text and "probe=2" in text, text
     assert "api_key=[scrubbed]" in text and SECRET not in text, text
+
+
+def test_an_upstream_echo_of_a_key_is_logged_without_it():
+    """A failure logged with an upstream's error text (which echoed the request's key) and its
+    traceback: the console line holds neither the bearer token nor the provider key."""
+    echoed = "Incorrect API key provided: sk-proj-EchoedKey0123456789. Authorization: Bearer op-key-0123456789abc"
+    log = logging.getLogger("dashboard.gateway.views")
+    with console_of("dashboard") as out:
+        try:
+            raise RuntimeError(f"upstream said: {echoed}")
+        except RuntimeError:
+            log.exception("gateway request failed: %s", echoed)
+    text = out.getvalue()
+    assert "gateway request failed" in text and "RuntimeError: upstream said: Incorrect API key provided" in text
+    assert "sk-proj-EchoedKey0123456789" not in text and "op-key-0123456789abc" not in text
+    assert "Authorization: Bearer [REDACTED]" in text

@@ -10,6 +10,9 @@ decided by a queue of behaviours that a test scripts in advance::
                            api_key="test", messages=[...])
         assert len(server.requests) == 2
 
+:func:`echo_auth` answers an error that repeats the request's ``Authorization`` header, as
+some providers and proxies do (the redaction tests' upstream).
+
 Behaviours are consumed one per request. A queue can be bound to a model name
 (``server.script(ok("x"), model="backup")``) so failover tests can script each
 model separately; requests for other models use the shared queue. When every
@@ -69,6 +72,13 @@ def tool_call(name: str, arguments: dict | str, call_id: str) -> dict:
 def error(status: int = 500, message: str | None = None, retry_after: float | None = None) -> Behaviour:
     """An HTTP error with an OpenAI-style error body (and a Retry-After header if given)."""
     return Behaviour("error", text=message or f"scripted error {status}", status=status, retry_after=retry_after)
+
+
+def echo_auth(status: int = 401) -> Behaviour:
+    """An error that echoes the request's credentials, as some providers and proxies do:
+    ``status`` with an OpenAI-style error body whose message repeats the key (bare) and the
+    whole ``Authorization`` (and ``x-api-key``) header the request came with."""
+    return Behaviour("echo_auth", status=status)
 
 
 def slow(seconds: float, text: str = "late summary") -> Behaviour:
@@ -195,6 +205,15 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {"error": {"message": b.text, "type": "server_error" if b.status >= 500 else "invalid_request_error",
                                  "code": b.status}}
             self._send(b.status, json.dumps(payload).encode(), extra=extra)
+            return
+        if b.kind == "echo_auth":
+            auth = self.headers.get("Authorization") or ""
+            key = auth.split(" ", 1)[1] if " " in auth else auth
+            message = (f"Incorrect API key provided: {key}. Request headers: Authorization: {auth}; "
+                       f"x-api-key: {self.headers.get('x-api-key') or ''}")
+            payload = {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key",
+                                 "param": None}}
+            self._send(b.status, json.dumps(payload).encode())
             return
         if b.kind == "garbage":
             self._send(200, b.body or b"", content_type="application/json")

@@ -14,6 +14,7 @@ from django.db import transaction
 from compaction import Outcome
 from compaction.context import render_messages
 from compaction.messages import Message
+from compaction.redaction import redact, redact_json
 from compaction.tokens import MessageCounter
 
 from ...models import (
@@ -227,7 +228,10 @@ def finish_locked(session: Session, run: CompactionRun, status: Unsuccessful, *,
                   attempts: list[Any] | None = None, trigger: dict[str, Any] | None = None,
                   mode: tuple[str, str] | None = None, branches: dict[str, Any] | None = None) -> None:
     """End a run that did not succeed, free its session's slot and hand the slot on (the
-    caller holds the session and run locks)."""
+    caller holds the session and run locks). The error and the attempts' errors may hold an
+    upstream's text: stored without any secret it echoed (``compaction.redaction``)."""
+    error = redact(error)
+    attempts = [redact_json(a) for a in attempts] if attempts is not None else None
     run.mark_finished(status, error=error, error_kind=error_kind, attempts=attempts, trigger=trigger, mode=mode,
                       branches=branches)
     session.release_run(run.pk)

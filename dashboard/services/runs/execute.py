@@ -18,6 +18,7 @@ from django.utils import timezone
 from compaction import Compactor, Outcome, Policy, PolicyError, Skipped
 from compaction.errors import SummaryError
 from compaction.messages import Message
+from compaction.redaction import redact
 from compaction.tokens import MessageCounter, MessageTokens
 
 from ...models import CompactionRun, RunEvent, RunStatus, json_safe
@@ -276,5 +277,5 @@ def _refresh_branches(run: CompactionRun, c: Claim, policy: Policy, compactor: C
         raise
     except Exception as exc:  # noqa: BLE001 - branch summaries are a side product of the run
         log.exception("run %s: branch summaries failed", run.pk)
-        reporter.event({"type": "branch_summaries_failed", "error": f"{type(exc).__name__}: {exc}"})
+        reporter.event({"type": "branch_summaries_failed", "error": redact(f"{type(exc).__name__}: {exc}")})
         return None
