@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from dashboard.models import CompactionRun, RunStatus, StoredArchiveEntry
+from dashboard.models import CompactionRun, RunStatus, Session, StoredArchiveEntry
 from tests.pages import factories
 
 DEEP = {
@@ -49,6 +49,13 @@ def test_every_page_of_a_session_with_deep_arguments_renders_and_shows_the_raw_t
         assert r.status_code == 200, (name, r.status_code)
         if name != "pages:session-overview":
             assert _shows(r, deep), name
+    # the tool call's whole arguments, shown and downloaded as a text file (the export)
+    call = reverse("pages:message", args=[pk, 2]) + "?part=call&call=0"
+    r = web.get(call)
+    assert r.status_code == 200 and _shows(r, deep)
+    r = web.get(call + "&download=1")
+    assert r.status_code == 200 and r["Content-Disposition"].startswith("attachment")
+    assert r.content.decode() == deep, "the download is the raw arguments"
     run = factories.force(deep_session, capture=django_capture_on_commit_callbacks)
     assert run.status == RunStatus.SUCCEEDED, (run.status, run.error)
     for name, args in (("pages:run", [run.pk]), ("pages:before-after", [run.pk]), ("pages:archive", [pk]),
@@ -72,3 +79,12 @@ def test_a_compaction_over_deep_arguments_summarizes_and_scores_retention(deep_s
     run = CompactionRun.objects.get(pk=run.pk)
     assert "module" in run.summary
     assert run.retention is not None, "the retention score was written"
+
+
+def test_an_upload_holding_nan_is_a_400_page_naming_file_line_and_field(web, project):
+    text = '{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "x", "score": NaN}\n'
+    r = web.post(reverse("pages:upload"), {"text": text, "format": "openai_jsonl"})
+    assert r.status_code == 400
+    page = r.content.decode()
+    assert "line 2" in page and "score: NaN is not a number JSON allows" in page
+    assert not Session.objects.exists()
