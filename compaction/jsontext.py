@@ -112,6 +112,8 @@ def loads(text: str | bytes | bytearray, *, max_depth: int | None = MAX_DEPTH) -
     all ValueErrors. Bytes are decoded as ``json.loads`` does (UTF-8/16/32)."""
     if isinstance(text, (bytes, bytearray)):
         text = text.decode(json.detect_encoding(text), "surrogatepass")
+    elif not isinstance(text, str):  # as json.loads: a TypeError, not a ValueError
+        raise TypeError(f"the JSON object must be str, bytes or bytearray, not {type(text).__name__}")
     if max_depth is not None and too_deep(text, max_depth):
         raise TooDeep(max_depth)
     if text.startswith("\ufeff"):
