@@ -28,6 +28,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from typing import Any, Literal
 
+from . import jsontext
 from .archive import ArchiveBackend, ArchivedItem, ArchiveEntry
 from .errors import ArchiveError
 from .messages import canonical_json
@@ -395,15 +396,13 @@ def handle_tool_call(archive: ArchiveBackend, session_id: str, name: str, argume
     if name not in ("session_load", "session_search"):
         return reply({"error": N.render("tool_unknown", language, name=name)})
     try:
-        parsed: Any = json.loads(arguments_json) if isinstance(arguments_json, str) else arguments_json
+        parsed: Any = jsontext.loads(arguments_json) if isinstance(arguments_json, str) else arguments_json
         if parsed is None:
             parsed = {}
         if not isinstance(parsed, dict):
             raise ValueError(f"got {type(parsed).__name__}")
         args: dict[str, Any] = parsed
-    except RecursionError:
-        return reply({"error": N.render("tool_bad_arguments", language, detail="arguments nested too deeply")})
-    except ValueError as exc:
+    except ValueError as exc:  # not JSON, nested deeper than jsontext.MAX_DEPTH, or NaN
         return reply({"error": N.render("tool_bad_arguments", language, detail=str(exc))})
     try:
         if name == "session_load":

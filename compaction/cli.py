@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import jsontext
 from .archive import FileArchive, MemoryArchive
 from .compactor import counter_for
 from .compare import CorpusSession, compare, session_files, table
@@ -22,13 +23,15 @@ from .tokens import CategoryTotals
 
 def _read_session(path: str) -> tuple[str, list[RawMessage], list[JSONObject]]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = jsontext.loads(Path(path).read_text(encoding="utf-8"), max_depth=None)
     except OSError as exc:
         raise SystemExit(f"error: cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SystemExit(f"error: {path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except RecursionError:
+    except jsontext.TooDeep:
         raise SystemExit(f"error: {path} is not JSON the parser accepts: arrays or objects are nested too deeply") from None
+    except jsontext.NonFiniteNumber as exc:
+        raise SystemExit(f"error: {path} is not JSON the parser accepts: {exc}") from None
     except ValueError as exc:  # not UTF-8, or an integer over the interpreter's digit limit
         why = (f"a number has more than {sys.get_int_max_str_digits()} digits" if "digits" in str(exc)
                else "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc))
@@ -42,8 +45,8 @@ def _read_session(path: str) -> tuple[str, list[RawMessage], list[JSONObject]]:
 
 def _parse_value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return jsontext.loads(text)
+    except ValueError:  # not JSON (or NaN, or nested too deep): the text itself
         return text
 
 

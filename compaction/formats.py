@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, get_args
 
+from . import jsontext
 from .errors import Fault, SessionValidationError
 from .messages import (
     JSONObject,
@@ -159,14 +160,19 @@ def _loads(text: str, source: str | None, line: int | None = None) -> Any:
 
     Python's parser gives up on arrays or objects nested a few thousand levels deep
     (RecursionError) and on integers longer than the interpreter's digit limit (ValueError);
-    both are faults of the input, not of the engine.
+    both are faults of the input, not of the engine. So are NaN, Infinity and numbers out of
+    the float range (``jsontext`` refuses them: strict JSON has none), named by their path.
     """
     try:
-        return json.loads(text)
+        return jsontext.loads(text, max_depth=None)
     except json.JSONDecodeError:
         raise
-    except RecursionError:
+    except jsontext.TooDeep:
         raise _err("bad JSON: arrays or objects are nested too deeply", "bad_json", source, line=line) from None
+    except jsontext.NonFiniteNumber as exc:
+        err = _err(f"bad JSON: {exc}", "bad_json", source, line=line)
+        err.field = exc.path or None
+        raise err from None
     except ValueError as exc:
         # The integer digit limit is the one other ValueError the parser raises.
         why = (f"a number has more than {sys.get_int_max_str_digits()} digits" if "digits" in str(exc)

@@ -29,12 +29,12 @@ new context's text (message contents, tool-call names and arguments).
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from . import jsontext
 from .identifiers import PATH_RE, URL_RE, clean_path, clean_url
 from .messages import iter_text
 
@@ -128,8 +128,8 @@ def _argument_texts(arguments: Any) -> Iterator[str]:
     if not isinstance(arguments, str) or not arguments:
         return
     try:
-        parsed = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        parsed = jsontext.loads(arguments)
+    except ValueError:  # not JSON, or nested deeper than jsontext.MAX_DEPTH
         yield arguments
         return
     yield from _json_strings(parsed)

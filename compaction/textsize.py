@@ -21,6 +21,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from . import jsontext
+
 BIG_TEXT_CHARS = 262_144      # texts longer than this are counted slice by slice
 SLICE_CHARS = 65_536
 RUN_CHECK_CHARS = 16_384      # shorter texts are cheap even in the worst case
@@ -105,8 +107,8 @@ def _repaired_arguments(value: Any) -> tuple[Any, int]:
     if not isinstance(fixed, str) or ("\\ud" not in fixed and "\\uD" not in fixed):
         return fixed, n
     try:
-        parsed = json.loads(fixed)
-    except (ValueError, RecursionError):  # not JSON: the text is kept as it is
+        parsed = jsontext.loads(fixed)
+    except ValueError:  # not JSON (or too deep for jsontext): the text is kept as it is
         return fixed, n
     parsed, inner = replace_lone_surrogates(parsed)
     return (json.dumps(parsed, ensure_ascii=False), n + inner) if inner else (fixed, n)

@@ -8,13 +8,12 @@ number``), as the engine's own validation errors do.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from compaction import PRESETS, get_preset, locales
+from compaction import PRESETS, get_preset, jsontext, locales
 from compaction import policy as P
 from compaction.hooks import list_hooks
 
@@ -40,8 +39,8 @@ def parse_overrides(text: str) -> dict[str, Any]:
         if not key:
             raise ValueError(f"line {n}: missing setting name before '='")
         try:
-            out[key] = json.loads(value)
-        except ValueError:
+            out[key] = jsontext.loads(value)
+        except ValueError:  # not JSON, NaN or Infinity, or nested too deep: the text itself
             out[key] = value
     return out
 
@@ -108,7 +107,7 @@ class HookNamesField(forms.MultipleChoiceField):
     def to_python(self, value: Any) -> list[str]:
         if isinstance(value, (list, tuple)) and len(value) == 1 and str(value[0]).strip().startswith("["):
             try:
-                parsed = json.loads(str(value[0]).replace("'", '"'))
+                parsed = jsontext.loads(str(value[0]).replace("'", '"'))
             except ValueError:
                 parsed = None
             if not isinstance(parsed, list) or not all(isinstance(v, str) for v in parsed):

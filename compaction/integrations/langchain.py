@@ -56,7 +56,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
-from .. import _env
+from .. import _env, jsontext
 from ..archive import ArchiveBackend
 from ..context import render_messages
 from ..errors import CompactionError
@@ -224,8 +224,8 @@ def _calls_from_openai(calls: list[JSONObject]) -> tuple[list[JSONObject], list[
         text = fn.get("arguments") or "{}"
         error: str | None = None
         try:
-            args = json.loads(text)
-        except ValueError as exc:
+            args = jsontext.loads(text)
+        except ValueError as exc:  # not JSON, nested deeper than jsontext.MAX_DEPTH, or NaN
             args, error = None, f"arguments are not JSON: {exc}"
         if error is None and not isinstance(args, dict):
             error = "arguments are not a JSON object"

@@ -32,8 +32,10 @@ def install(api) -> None:
         """django-ninja's own errors; a 401 names the schemes a client can answer with, and
         a body that is not JSON says why (ninja wraps the parser's error in a bare 400)."""
         cause = exc.__cause__
-        detail = str(cause) if isinstance(cause, BodyNotJson) else str(exc)
-        response = api.create_response(request, {"detail": detail}, status=exc.status_code)
+        body: dict[str, str] = {"detail": str(cause) if isinstance(cause, BodyNotJson) else str(exc)}
+        if isinstance(cause, BodyNotJson) and cause.field:
+            body["field"] = cause.field
+        response = api.create_response(request, body, status=exc.status_code)
         if exc.status_code == 401:
             response["WWW-Authenticate"] = WWW_AUTHENTICATE
         return response

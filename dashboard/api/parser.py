@@ -1,6 +1,7 @@
 """The API's JSON body parser: a body Python's parser refuses is a 400 that says why
 (bad syntax with its line and column, nesting too deep, a number with too many digits,
-bytes that are not text), where django-ninja would only say "Cannot parse request body"."""
+bytes that are not text, NaN or Infinity with the field that holds it), where django-ninja
+would only say "Cannot parse request body"."""
 from __future__ import annotations
 
 import json
@@ -9,16 +10,24 @@ from typing import Any, cast
 
 from ninja.parser import Parser
 
+from compaction import jsontext
+
 
 class BodyNotJson(ValueError):
-    """The request body is not a JSON document; ``str(exc)`` says what is wrong."""
+    """The request body is not a JSON document; ``str(exc)`` says what is wrong and
+    ``field`` names where, when one value is at fault (``messages[3].content``)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 def describe_json_fault(exc: BaseException) -> str:
-    """A sentence for what json.loads raised (JSONDecodeError, RecursionError or ValueError)."""
+    """A sentence for what json.loads or jsontext.loads raised (JSONDecodeError, TooDeep,
+    NonFiniteNumber, RecursionError or ValueError)."""
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
-    if isinstance(exc, RecursionError):
+    if isinstance(exc, (RecursionError, jsontext.TooDeep)):
         return "arrays or objects are nested too deeply"
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 text (byte {exc.start})"
@@ -34,6 +43,8 @@ class JsonBodyParser(Parser):
             # works with a bare POST; one that needs fields names them as missing (422).
             return {}
         try:
-            return cast(dict[str, Any], json.loads(request.body))
-        except (RecursionError, ValueError) as exc:
+            return cast(dict[str, Any], jsontext.loads(request.body, max_depth=None))
+        except jsontext.NonFiniteNumber as exc:
+            raise BodyNotJson(f"request body is not valid JSON: {exc}", field=exc.path or None) from None
+        except ValueError as exc:
             raise BodyNotJson(f"request body is not valid JSON: {describe_json_fault(exc)}") from None

@@ -307,6 +307,10 @@ def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any], leading: lis
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     open_kind: tuple[str, int] | None = None  # ("text", 0) or ("tool", OpenAI tool index)
+    # The open tool block's arguments, sent as one input_json_delta when it closes: the
+    # client parses what it is sent as an object, and only whole arguments can be checked
+    # to be one (tool_input keeps other text, or JSON nested too deep, under "arguments").
+    arguments = ""
     finish: str | None = None
     usage_seen: dict[str, int] | None = None
     for chunk in chunks:
@@ -317,8 +321,8 @@ def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any], leading: lis
             if delta.get("content"):
                 if open_kind != ("text", 0):
                     if open_kind is not None:
-                        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-                        index += 1
+                        yield from _close_block(index, arguments)
+                        index, arguments = index + 1, ""
                     open_kind = ("text", 0)
                     yield "content_block_start", {"type": "content_block_start", "index": index,
                                                   "content_block": {"type": "text", "text": ""}}
@@ -328,19 +332,16 @@ def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any], leading: lis
                 key = ("tool", int(call.get("index") or 0))
                 if open_kind != key:
                     if open_kind is not None:
-                        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-                        index += 1
+                        yield from _close_block(index, arguments)
+                        index, arguments = index + 1, ""
                     open_kind = key
                     fn = call.get("function") or {}
                     yield "content_block_start", {"type": "content_block_start", "index": index,
                                                   "content_block": {"type": "tool_use", "id": call.get("id") or "",
                                                                     "name": fn.get("name") or "", "input": {}}}
-                piece = (call.get("function") or {}).get("arguments")
-                if piece:
-                    yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                                  "delta": {"type": "input_json_delta", "partial_json": piece}}
+                arguments += (call.get("function") or {}).get("arguments") or ""
     if open_kind is not None:
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        yield from _close_block(index, arguments)
     closing: dict[str, Any] = {"type": "message_delta",
                                "delta": {"stop_reason": STOP_REASONS.get(finish or "stop", "end_turn"),
                                          "stop_sequence": None},
@@ -349,6 +350,16 @@ def events(chunks: Iterator[dict[str, Any]], start: dict[str, Any], leading: lis
         closing["context_management"] = context_management
     yield "message_delta", closing
     yield "message_stop", {"type": "message_stop"}
+
+
+def _close_block(index: int, arguments: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The end of block ``index``: a tool block's whole input first (a text block has no
+    ``arguments``)."""
+    if arguments:
+        partial = json.dumps(tool_input(arguments), ensure_ascii=False)
+        yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                      "delta": {"type": "input_json_delta", "partial_json": partial}}
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
 def paused_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C string scanner json.loads uses
 from typing import Any
 
+from compaction import jsontext
 from compaction.errors import SessionValidationError
 from compaction.messages import validate_message, validate_tools
 
@@ -85,7 +86,7 @@ class Skipped:
     count: int
 
     def decode(self) -> list[Any]:
-        messages = json.loads(self.text[self.start:self.start + self.length] + "]")
+        messages = jsontext.loads(self.text[self.start:self.start + self.length] + "]", max_depth=None)
         assert isinstance(messages, list) and len(messages) == self.count
         return messages
 
@@ -154,10 +155,13 @@ def _drop_nulls(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_object(data: bytes) -> dict[str, Any]:
-    """The body as a JSON object; a 400 saying why not."""
+    """The body as a JSON object; a 400 saying why not (naming the field that holds NaN,
+    Infinity or a number out of the float range: strict JSON has none of them)."""
     try:
-        body = json.loads(data)
-    except (ValueError, RecursionError) as exc:
+        body = jsontext.loads(data, max_depth=None)
+    except jsontext.NonFiniteNumber as exc:
+        raise bad_request(f"the body is not valid JSON: {exc}", param=exc.path or None) from None
+    except ValueError as exc:
         raise bad_request(f"the body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise bad_request("the body must be a JSON object")
@@ -165,7 +169,6 @@ def json_object(data: bytes) -> dict[str, Any]:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
 
 
 def _expect(text: str, i: int, what: str) -> None:
@@ -189,7 +192,7 @@ def _resume(text: str, data: bytes, start: int, hint: Hint) -> tuple[RawMessages
         if text[i:i + 1] == "]":
             break
         _expect(text, i, ",")
-        value, end = _DECODER.raw_decode(text, _WS.match(text, i + 1).end())  # type: ignore[union-attr]
+        value, end = jsontext.raw_decode(text, _WS.match(text, i + 1).end())  # type: ignore[union-attr]
         after.append(value)
         i = end
     raw.end = end
@@ -198,8 +201,8 @@ def _resume(text: str, data: bytes, start: int, hint: Hint) -> tuple[RawMessages
 
 def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
     """``json.loads(data)`` for a body that is an object, plus where its ``messages`` array
-    lies. Every value is decoded by the C scanner json.loads uses; only the top level is
-    stepped through here. With a ``hint`` the array matches, the messages it covers are
+    lies. Every value is decoded by the C scanner json.loads uses (through jsontext, which
+    refuses NaN and infinities); only the top level is stepped through here. With a ``hint`` the array matches, the messages it covers are
     skipped (``obj["messages"]`` holds those after them)."""
     text = data.decode("utf-8")
     skipped: Skipped | None = None
@@ -221,7 +224,7 @@ def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMes
         if resumed is not None:
             raw, skipped, obj[key], i = resumed
         else:
-            obj[key], i = _DECODER.raw_decode(text, i)
+            obj[key], i = jsontext.raw_decode(text, i)
         if key == "messages" and resumed is None:
             skipped = None
             raw = None

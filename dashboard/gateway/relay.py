@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from compaction import jsontext
+
 from .errors import GatewayError, upstream_failure
 
 
@@ -58,7 +60,7 @@ def body(model: str, messages_text: str, fields: dict[str, Any]) -> bytes:
 
 def _error(status: int, text: str, headers: httpx.Headers) -> GatewayError:
     try:
-        parsed = json.loads(text)
+        parsed = jsontext.loads(text, max_depth=None)  # NaN or nested too deep: not an answer to relay
     except ValueError:
         parsed = None
     inner = parsed.get("error") if isinstance(parsed, dict) else None
@@ -95,7 +97,7 @@ def complete(api_base: str, api_key: str, timeout: float, data: bytes) -> Payloa
 def _object(text: str, what: str) -> dict[str, Any]:
     """``text`` as a JSON object; a 502 saying the upstream's ``what`` otherwise."""
     try:
-        parsed = json.loads(text)
+        parsed = jsontext.loads(text, max_depth=None)  # NaN or nested too deep: not an answer to relay
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):

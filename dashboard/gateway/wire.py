@@ -7,9 +7,9 @@ name, tool calls (id, function name, arguments) and the tool call answered."""
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+from compaction import jsontext
 from compaction.messages import canonical_json
 
 
@@ -39,9 +39,9 @@ def wire_form(raw: dict[str, Any]) -> dict[str, Any]:
 
 def tool_input(arguments: str) -> dict[str, Any]:
     """A call's arguments as an object (Anthropic's ``tool_use.input``): text that is not a
-    JSON object is kept under ``arguments``."""
+    JSON object (or nests deeper than ``jsontext.MAX_DEPTH``) is kept under ``arguments``."""
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = jsontext.loads(arguments) if arguments else {}
     except ValueError:
         value = None
     return value if isinstance(value, dict) else {"arguments": arguments}

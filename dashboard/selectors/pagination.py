@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 
+from compaction import jsontext
+
 from ..services import ServiceError
 
 MAX_KEY = 2**63 - 1
@@ -25,7 +27,7 @@ def decode_cursor(cursor: str | None) -> int | None:
         return None
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        key = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))["k"]
+        key = jsontext.loads(base64.urlsafe_b64decode(padded.encode("ascii")))["k"]
         if not isinstance(key, int) or isinstance(key, bool) or not (-1 <= key <= MAX_KEY):
             raise ValueError
         return key
@@ -74,7 +76,7 @@ def decode_keyset(cursor: str | None) -> tuple[SortValue, int] | None:
         return None
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        data = jsontext.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
         key, value = data["k"], data["v"]
         if not isinstance(key, int) or isinstance(key, bool) or not (-1 <= key <= MAX_KEY):
             raise ValueError

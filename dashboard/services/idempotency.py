@@ -17,6 +17,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from compaction import jsontext
+
 from ..models import IdempotencyKey, Project
 from . import Invalid
 from .common import now
@@ -46,8 +48,9 @@ def request_digest(method: str, path: str, body: bytes) -> str:
     """SHA-256 of the request; a JSON body is canonicalized so key order and spacing do
     not make a retry look like another request."""
     try:
-        canonical = json.dumps(json.loads(body or b"null"), sort_keys=True, separators=(",", ":")).encode()
-    except ValueError:
+        canonical = json.dumps(jsontext.loads(body or b"null", max_depth=None), sort_keys=True,
+                               separators=(",", ":")).encode()
+    except (ValueError, RecursionError):  # not JSON the API takes (it answers 400): the bytes as sent
         canonical = body
     h = hashlib.sha256()
     for part in (method.upper().encode(), path.encode(), canonical):

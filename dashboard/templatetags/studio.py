@@ -13,6 +13,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
+from compaction import jsontext
 from compaction.messages import text_of
 
 from ..message_markdown import render_markdown
@@ -135,15 +136,16 @@ def media_parts(raw: Any) -> list[dict]:
 
 @register.filter
 def pretty_json(value: Any) -> str:
-    """Tool-call arguments (a JSON string) indented for reading; other text unchanged."""
+    """Tool-call arguments (a JSON string) indented for reading; other text unchanged, and so is
+    JSON nested deeper than ``jsontext.MAX_DEPTH`` or holding NaN (shown as it was sent)."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsontext.loads(value)
         except ValueError:
             return value
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return str(value)
 
 

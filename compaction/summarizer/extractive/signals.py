@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
+from ... import jsontext
 from ...identifiers import clean_path, find_paths
 from ...locales import available, section
 from .words import squash
@@ -70,8 +71,8 @@ _RECENT_CALLS = 8
 def _json_object(args: str) -> dict[str, Any] | None:
     """Tool-call arguments as a JSON object, or None when they are not one (shared: do not change it)."""
     try:
-        obj = json.loads(args) if args.strip().startswith("{") else None
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        obj = jsontext.loads(args) if args.strip().startswith("{") else None
+    except ValueError:  # not JSON, or nested deeper than jsontext.MAX_DEPTH
         return None
     return obj if isinstance(obj, dict) else None
 
