@@ -5,7 +5,7 @@ serve http://127.0.0.1:8000, and once the server answers, print the demo project
 and a login (last, so the servers' banners do not scroll them away). Ctrl-C stops both. A worker that exits is restarted (with a
 back-off and a log line, scripts/supervisor.py); the web server keeps serving meanwhile.
 
-    python scripts/run_dev.py [--port 8000] [--no-import] [--workers 2]     (make run PORT=9000)
+    python scripts/run_dev.py [--port 8000] [--no-import] [--corpus DIR] [--workers 2]     (make run PORT=9000)
 
 Everything lives in DATA_DIR (default <repo>/.data): the SQLite database, the broker
 folders, the demo credentials. Set DATABASE_URL / CELERY_BROKER_URL to use PostgreSQL
@@ -35,6 +35,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2")),
                         help="worker pool processes")
     parser.add_argument("--no-import", action="store_true", help="do not import the demo sessions")
+    parser.add_argument("--corpus", help="folder of session files to import (default ../shared/corpus)")
     args = parser.parse_args()
 
     env = dict(os.environ)
@@ -73,7 +74,8 @@ def main() -> int:
     running.start()
     try:
         if not args.no_import:
-            done = subprocess.run(manage + ["load_demo", "--wait-for-worker", "60", "--no-credentials"],
+            corpus = ["--corpus", args.corpus] if args.corpus else []
+            done = subprocess.run(manage + ["load_demo", "--wait-for-worker", "60", "--no-credentials", *corpus],
                                   cwd=REPO, env=env)
             if done.returncode != 0:
                 supervisor.request_stop()
