@@ -23,6 +23,7 @@ What a block runs with, and the only changes made to its text:
 - the working directory: a scratch copy of the repository's root (a temporary folder of
   symlinks to its top-level entries, beside a ``shared`` link so ``../shared/corpus``
   resolves), so files a block writes (``archive/``, ``out/``) stay out of the checkout;
+- a ``console`` block is a transcript: its commands are the lines after a ``$ `` prompt;
 - shell blocks run under bash with ``set -euo pipefail``, curl with ``--fail-with-body`` (a
   request answered with an error status fails the block and prints the error); Python blocks
   run as a file with that interpreter.
@@ -156,6 +157,8 @@ def scratch_root(tmp_path_factory) -> Path:
 def _script(block: Block, address: str, key: str) -> str:
     code = block.code.replace(MAKE_RUN_ADDRESS, address).replace(KEY_PLACEHOLDER, key)
     code = KEY_LINE.sub(f"KEY={key}", code).replace(VENV_PYTHON, sys.executable)
+    if block.lang == "console":  # a transcript: the commands are the lines after a "$ " prompt
+        code = "\n".join(line[2:] for line in code.splitlines() if line.startswith("$ ")) + "\n"
     if block.lang in SHELL:
         return 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n' + code
     return code
