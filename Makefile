@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# make run PORT=9000 serves on another port
 run: $(STAMP)
-	$(PY) scripts/run_dev.py
+	$(PY) scripts/run_dev.py $(if $(PORT),--port $(PORT))
 
 services:
 	@bash scripts/ensure_services.sh

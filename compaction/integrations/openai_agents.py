@@ -22,11 +22,19 @@ no chat form) raises :class:`~compaction.integrations._common.IntegrationError` 
 ``openai-agents``, the message's position in the session and the fault, and nothing is
 written: items are converted and checked before the request, and the service writes an
 append in full or not at all.
+
+Event loops: a script that runs each turn with its own ``asyncio.run`` (a REPL-style agent)
+uses one session object across several loops. An HTTP client's connections belong to the loop
+that opened them, so the session keeps one client per loop: a new loop gets a new client, and
+the client of a loop is closed when that loop shuts its async generators down (``asyncio.run``
+does, before closing the loop). A client passed in (``client=``) is the caller's: it is used
+as it is, on whatever loop the caller runs it.
 """
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -54,7 +62,9 @@ class CompactionServiceSession:
 
     ``session_id`` is the SDK's name for the conversation (the service session's title);
     ``service_session`` resumes an existing service session by its id (the
-    ``service_session`` attribute, once the first items are added). ``client`` lets a caller share one ``httpx.AsyncClient``."""
+    ``service_session`` attribute, once the first items are added). ``client`` lets a caller
+    share one ``httpx.AsyncClient`` (then the caller runs every turn on that client's loop);
+    without it the session makes its own, one per event loop (see the module's docstring)."""
 
     session_settings: Any = None
 
@@ -63,7 +73,11 @@ class CompactionServiceSession:
         self.session_id = session_id
         self.service_session = service_session
         self.model = model
-        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._shared_client = client
+        self._timeout = timeout
+        # the session's own client and the loop it belongs to (the loop is kept referenced, so
+        # a later loop can never be mistaken for it)
+        self._own: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient, AsyncGenerator[None, None]] | None = None
         self._base = base_url.rstrip("/") + "/api"
         self._headers = {"Authorization": f"Bearer {api_key}"}
         self._message_count: int | None = None
@@ -129,13 +143,33 @@ class CompactionServiceSession:
 
     async def close(self) -> None:
         """Close the HTTP client (also on leaving ``async with``)."""
-        await self._client.aclose()
+        if self._shared_client is not None:
+            await self._shared_client.aclose()
+            return
+        own, self._own = self._own, None
+        if own is not None and own[0] is asyncio.get_running_loop():
+            await own[2].aclose()  # its finally closes the client
 
     async def __aenter__(self) -> CompactionServiceSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    # -- the HTTP client ---------------------------------------------------------------
+    async def _client(self) -> httpx.AsyncClient:
+        if self._shared_client is not None:
+            return self._shared_client
+        loop = asyncio.get_running_loop()
+        if self._own is not None and self._own[0] is loop:
+            return self._own[1]
+        # A loop of an earlier turn is gone (closed): its client went with it. This loop gets
+        # its own, closed by the generator below when the loop finalizes its async generators.
+        client = httpx.AsyncClient(timeout=self._timeout)
+        closer = _closed_with_the_loop(client)
+        await closer.__anext__()
+        self._own = (loop, client, closer)
+        return client
 
     # -- the REST API -------------------------------------------------------------------
     async def _count(self) -> int:
@@ -152,7 +186,8 @@ class CompactionServiceSession:
         headers = dict(self._headers)
         if self._context_tag:
             headers["If-None-Match"] = self._context_tag
-        response = await self._client.get(f"{self._base}/sessions/{self.service_session}/context", headers=headers)
+        client = await self._client()
+        response = await client.get(f"{self._base}/sessions/{self.service_session}/context", headers=headers)
         if response.status_code == 304:
             return self._context_items
         body = self._json(response, start=0)
@@ -163,7 +198,8 @@ class CompactionServiceSession:
 
     async def _call(self, method: str, path: str, *, start: int, json: JSONObject | None = None,
                     allow_missing: bool = False) -> Any:
-        response = await self._client.request(method, self._base + path, json=json, headers=self._headers)
+        client = await self._client()
+        response = await client.request(method, self._base + path, json=json, headers=self._headers)
         if allow_missing and response.status_code == 404:
             return None
         return self._json(response, start=start)
@@ -184,6 +220,16 @@ class CompactionServiceSession:
             text = _POSITION_NOTE.sub("", _BATCH_PREFIX.sub("", detail))
             raise IntegrationError(INTEGRATION, text, index=start + index, fault=fault)
         raise ServiceError(response.status_code, detail)
+
+
+async def _closed_with_the_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Suspended for the life of the loop that started it; ``asyncio.run`` (and any runner that
+    calls ``loop.shutdown_asyncgens()``) resumes it with ``aclose`` before closing the loop,
+    which closes ``client`` while its connections' loop still runs."""
+    try:
+        yield
+    finally:
+        await client.aclose()
 
 
 def items_as_messages(items: Sequence[Any], start: int = 0) -> list[JSONObject]:

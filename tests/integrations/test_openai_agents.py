@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ from compaction.integrations._common import IntegrationError
 from compaction.integrations.openai_agents import CompactionServiceSession, items_as_messages
 from dashboard.models import Session
 from dashboard.services.policies import activate_policy, create_policy
-from tests.integrations.conftest import off_the_event_loop, run_async
+from tests.integrations.conftest import run_async
 
 if os.environ.get("CI", "").lower() == "true":
     import agents
@@ -129,6 +128,22 @@ def test_fifty_turns_of_runner_run_get_the_compacted_context(service, project):
     assert tail == context[-2:]
 
 
+def test_one_session_object_serves_turns_run_by_separate_asyncio_runs(service, project):
+    """A REPL-style agent runs each turn with its own ``asyncio.run``: the same session object
+    must keep working when the event loop of the previous turn is gone (each turn gets the
+    history of the earlier ones)."""
+    model = ScriptedModel()
+    agent = Agent(name="coder", instructions="You are a careful coding agent.", model=model, tools=[read_file])
+    session = _session(service, project, "repl")
+    config = RunConfig(tracing_disabled=True)
+    answers = [run_async(Runner.run(agent, f"Step {turn}: inspect the next module.", session=session,
+                                    run_config=config)).final_output for turn in range(3)]
+    assert all(a.startswith("Done with step") for a in answers)
+    assert Session.objects.get(pk=session.service_session).message_count == 4 * 3
+    third_turn_input = " ".join(_text(i) for i in model.inputs[-2])
+    assert "Step 0:" in third_turn_input and "Step 1:" in third_turn_input and "Step 2:" in third_turn_input
+
+
 def test_pop_item_and_clear_session(service, project):
     session = _session(service, project, "popping")
 
@@ -207,27 +222,3 @@ def test_a_run_whose_items_are_refused_fails_with_the_error_and_writes_none_of_t
     # the SDK stored the run's input before the model answered; none of the refused turn is stored
     assert items == [{"role": "user", "content": "look it up"}]
     assert Session.objects.get(pk=session.service_session).message_count == 1
-
-
-# -- the README's promise -------------------------------------------------------------------------
-
-def readme_snippet(heading: str) -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    return readme.split(heading, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-
-
-def test_the_readme_snippet_runs(service, project):
-    code = readme_snippet("### OpenAI Agents SDK")
-    assert 'model="gpt-4.1"' in code and "http://127.0.0.1:8000" in code
-    # the scripted model stands in for the provider (no network here)
-    code = (code.replace('model="gpt-4.1"', "model=scripted").replace("http://127.0.0.1:8000", service.url)
-            .replace("YOUR_PROJECT_KEY", project.test_key))
-    agents.set_tracing_disabled(True)
-    scope: dict = {"scripted": ScriptedModel()}
-    try:
-        off_the_event_loop(exec, compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
-    finally:
-        agents.set_tracing_disabled(False)
-    assert scope["result"].final_output.startswith("Done with step")
-    stored = Session.objects.get(pk=scope["session"].service_session)
-    assert stored.message_count == 2 and stored.title == "run-42"

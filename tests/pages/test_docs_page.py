@@ -35,3 +35,10 @@ def test_raw_html_in_a_document_is_shown_as_text(tmp_path, monkeypatch, web, pro
     body = html.split('data-testid="doc-body"', 1)[1]
     assert "<script>alert" not in body and "&lt;script&gt;" in body
     assert "<img" not in body and 'href="javascript:' not in body
+
+
+def test_a_block_the_docs_test_does_not_run_shows_why_on_the_page(web, project):
+    """The marker of tests/service/test_doc_blocks.py is the block's first line: the page shows
+    it inside the block, as GitHub does."""
+    html = web.get(reverse("pages:doc", args=["readme"])).content.decode()
+    assert '<pre><code class="language-sh"># not run in tests: the first starts the servers' in html

@@ -5,7 +5,6 @@ is served by the operator's zero-setup upstream."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import anthropic
 import httpx
@@ -387,16 +386,3 @@ def test_a_bad_body_or_an_unknown_model_is_a_400_naming_what_to_fix(gateway, pro
     assert not Session.objects.exists()
 
 
-# -- the README's promise ---------------------------------------------------------------------------
-
-def test_the_readme_anthropic_snippet_runs_against_the_gateway(gateway, project, llm_server):  # noqa: F811
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Use it without changing your agent", 1)[1].split("\n## ", 1)[0]
-    code = next(block.split("```", 1)[0] for block in section.split("```python\n")[1:] if "Anthropic(" in block)
-    assert len(code.strip().splitlines()) == 3
-    code = code.replace("http://127.0.0.1:8000", gateway.url).replace("YOUR_PROJECT_KEY", project.test_key)
-    llm_server.script(ok("Hello back"))
-    scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented snippet, as a user runs it
-    assert scope["reply"].content[0].text == "Hello back"
-    assert llm_server.requests[-1].messages == [{"role": "user", "content": "Hello"}]

@@ -3,11 +3,14 @@
 Idempotent. Imports ../shared/corpus/*.json when that folder exists (else the bundled
 sample in dashboard/fixtures/), skipping sessions already imported. The API key and
 the login are kept in DATA_DIR (demo_credentials.json, mode 600) so a restart prints the
-same ones; delete that file to get new ones."""
+same ones; delete that file to get new ones. ``--wait-for-worker N`` waits up to N seconds
+for a worker's heartbeat before importing, so the compactions the import queues go to it
+(``make run`` starts the worker first) instead of waiting for one in this process."""
 from __future__ import annotations
 
 import json
 import secrets
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -18,6 +21,7 @@ from django.core.management.base import BaseCommand
 from dashboard.models import ProjectRole
 from dashboard.services.keys import authenticate, create_api_key, get_or_create_project
 from dashboard.services.projects import set_member
+from dashboard.services.workers import live_workers
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -35,6 +39,10 @@ class Command(BaseCommand):
         parser.add_argument("--corpus", default=None, help="Folder of session files (default ../shared/corpus).")
         parser.add_argument("--no-import", action="store_true")
         parser.add_argument("--no-compact", action="store_true", help="Do not queue auto compactions on import.")
+        parser.add_argument("--wait-for-worker", type=float, default=0.0, metavar="SECONDS",
+                            help="Before importing, wait up to this long for a live worker.")
+        parser.add_argument("--no-credentials", action="store_true",
+                            help="Do not print the project, API key and login at the end.")
 
     def handle(self, *args, **opts):
         project, _ = get_or_create_project(opts["project"])
@@ -62,6 +70,8 @@ class Command(BaseCommand):
         creds_path.chmod(0o600)
 
         if not opts["no_import"]:
+            if opts["wait_for_worker"] > 0:
+                self._wait_for_worker(opts["wait_for_worker"])
             corpus = Path(opts["corpus"]) if opts["corpus"] else default_corpus()
             files = sorted(corpus.glob("*.json")) if corpus.is_dir() else []
             if not files:
@@ -72,8 +82,18 @@ class Command(BaseCommand):
                 args.append("--no-compact")
             call_command("import_sessions", *args, stdout=self.stdout, stderr=self.stderr)
 
+        if opts["no_credentials"]:
+            return
         self.stdout.write("")
         self.stdout.write(f"Project:  {project.name}")
         self.stdout.write(f"API key:  {key}")
         self.stdout.write(f"Login:    {user.username} / {password}   (sign in at / on the web server)")
         self.stdout.write(f"(kept in {creds_path})")
+
+    def _wait_for_worker(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not live_workers():
+            if time.monotonic() >= deadline:
+                self.stderr.write(f"No worker is live after {seconds:g} s; importing all the same.")
+                return
+            time.sleep(0.25)
