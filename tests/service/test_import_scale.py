@@ -15,7 +15,12 @@ from compaction.formats import convert_many
 from compaction.tokens import make_counter
 from dashboard.models import Session, SessionContext, StoredArchiveEntry, StoredMessage
 from dashboard.services.bulk_import import import_many
-from dashboard.services.sessions import ImportInvalid, convert_payload, import_request, import_session
+from dashboard.services.sessions import (
+    ImportInvalid,
+    convert_payload,
+    import_request,
+    import_session,
+)
 from tests.service.helpers import chat
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -152,10 +157,10 @@ def test_corpus_files_imported_chunk_by_chunk_are_stored_as_written_whole(projec
 # -- bounded work -------------------------------------------------------------------------------------
 
 def test_an_import_holds_one_chunk_of_messages_not_the_whole_session(project, settings):
-    """Python memory an import allocates at its peak, for 1,000 and for 4,000 messages:
-    apart from the context texts it writes (about 0.25 kB a message here) it does not grow
-    with the session. Written whole, every message's dicts, counts and row objects were alive
-    at once (~2 kB a message)."""
+    """Python memory an import allocates at its peak, for 1,000 and for 4,000 messages: what
+    grows with the session is the context texts it writes (~0.25 kB a message here, held
+    twice while they are joined: ~0.6 kB). Written whole, every message's dicts, counts and
+    row objects were alive at once (~2.8 kB a message)."""
     settings.IMPORT_CHUNK_MESSAGES = 200
     import_request(project, jsonl(10), format="openai_jsonl", auto_compact=False)  # the tokenizer loaded
 
@@ -170,7 +175,7 @@ def test_an_import_holds_one_chunk_of_messages_not_the_whole_session(project, se
 
     small, large = peak(1000), peak(4000)
     per_message = (large - small) / 3000
-    assert per_message < 800, f"{per_message:.0f} bytes a message"
+    assert per_message < 1000, f"{per_message:.0f} bytes a message"
 
 
 def test_counting_batch_after_batch_uses_the_same_few_threads():
