@@ -13,7 +13,7 @@ Fault = Literal[
     "bad_tools", "bad_session", "unencodable_text",
     # import formats (compaction.formats)
     "bad_encoding", "bad_json", "empty", "unknown_format", "many_sessions", "bad_system", "bad_block",
-    "bad_image", "bad_document", "bad_tool_result", "bad_record",
+    "bad_image", "bad_document", "bad_tool_result", "bad_record", "too_many_messages",
     # agent-framework integrations (compaction.integrations)
     "unconvertible_message",
 ]

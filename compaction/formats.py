@@ -50,14 +50,17 @@ source file (``source=``), the line (JSONL: ``err.line``) or the input message i
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, Literal, TypeGuard, get_args, overload
 
 from . import jsontext
 from .errors import Fault, SessionValidationError
 from .messages import (
+    CallTracker,
     JSONObject,
     RawMessage,
     text_of,
@@ -79,8 +82,10 @@ _CC_RECORD_HINTS = ("sessionId", "uuid", "parentUuid", "isSidechain")
 
 @dataclass
 class ImportedSession:
-    """A converted session: OpenAI messages ready for the engine."""
-    messages: list[RawMessage]
+    """A converted session: OpenAI messages ready for the engine. ``messages`` is a list,
+    or for OpenAI JSONL converted with ``stream=True`` a :class:`JsonlMessages` that parses
+    each line when it is read."""
+    messages: Sequence[RawMessage]
     tools: list[JSONObject] = field(default_factory=list)
     title: str | None = None
     external_id: str | None = None
@@ -93,7 +98,7 @@ class ImportedSession:
 
     def to_dict(self) -> JSONObject:
         """The corpus/openai shape (feed it back to :func:`convert` to get the same session)."""
-        out: JSONObject = {"messages": self.messages}
+        out: JSONObject = {"messages": list(self.messages)}
         if self.external_id is not None:
             out["id"] = self.external_id
         if self.tools:
@@ -187,9 +192,29 @@ def _parse_json(text: str, source: str | None) -> Any:
         raise _err(f"bad JSON: {exc.msg} (column {exc.colno})", "bad_json", source, line=exc.lineno) from None
 
 
+# The line boundaries of str.splitlines(), so that line numbers stay what they always were.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _line_spans(text: str) -> Iterator[tuple[int, int, int]]:
+    """(line number, start, end) of each line, as ``text.splitlines()`` cuts them, without
+    making the list of every line at once (a 300,000-line import is read line by line)."""
+    start = n = 0
+    for n, brk in enumerate(_LINE_BREAK.finditer(text), start=1):
+        yield n, start, brk.start()
+        start = brk.end()
+    if start < len(text):
+        yield n + 1, start, len(text)
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    for n, start, end in _line_spans(text):
+        yield n, text[start:end]
+
+
 def _iter_jsonl(text: str, source: str | None) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for every non-blank line."""
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in _lines(text):
         if not line.strip():
             continue
         try:
@@ -263,7 +288,7 @@ def _detect_text(text: str, source: str | None = None) -> FormatName:
     ok, data = _try_whole_json(text, source)
     if ok:
         return _detect_parsed(data, source)
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next((line for _, line in _lines(text) if line.strip()), "")
     if not _try_whole_json(first, source)[0]:
         # Not JSON lines either: report the fault of the (multi-line) JSON document.
         _parse_json(text, source)
@@ -363,13 +388,15 @@ def model_name(model: Any) -> str | None:
 
 # -- openai -----------------------------------------------------------------------------
 
-def _openai_session(data: Any, source: str | None) -> ImportedSession:
+def _openai_session(data: Any, source: str | None, max_messages: int | None = None) -> ImportedSession:
     if isinstance(data, list):
         messages, meta = data, {}
     elif isinstance(data, dict) and isinstance(data.get("messages"), list):
         messages, meta = data["messages"], data
     else:
         raise _err("expected a list of messages or an object with a 'messages' list", "bad_session", source)
+    if max_messages is not None and len(messages) > max_messages:
+        raise _too_many(max_messages, source)
     model = meta.get("model")
     if model is None and isinstance(meta.get("meta"), dict):
         model = meta["meta"].get("model")
@@ -380,23 +407,106 @@ def _openai_session(data: Any, source: str | None) -> ImportedSession:
     return imported
 
 
-def _openai_jsonl(text: str, source: str | None) -> ImportedSession:
+class JsonlMessages(Sequence[RawMessage]):
+    """The messages of OpenAI JSONL text that was read and validated once, each parsed again
+    when it is read: what is kept is the text and where each message's line starts and ends
+    (16 bytes a message), never every message at once. An import of 300,000 lines then holds
+    one chunk of message dicts at a time. Every read gives new dicts."""
+
+    __slots__ = ("_text", "_spans")
+
+    def __init__(self, text: str, spans: array[int]) -> None:
+        self._text = text
+        self._spans = spans  # start, end of message k at 2k, 2k + 1
+
+    def __len__(self) -> int:
+        return len(self._spans) // 2
+
+    @overload
+    def __getitem__(self, index: int) -> RawMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RawMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> RawMessage | list[RawMessage]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        n = len(self)
+        k = index + n if index < 0 else index
+        if not 0 <= k < n:
+            raise IndexError("message index out of range")
+        message: RawMessage = json.loads(self._text[self._spans[2 * k]:self._spans[2 * k + 1]])
+        return message
+
+    def __iter__(self) -> Iterator[RawMessage]:
+        text, spans = self._text, self._spans
+        for k in range(0, len(spans), 2):
+            yield json.loads(text[spans[k]:spans[k + 1]])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like a list
+
+
+def _openai_jsonl(text: str, source: str | None, stream: bool = False,
+                  max_messages: int | None = None) -> ImportedSession:
+    """One pass over the lines: each is parsed and its shape checked (a fault names its line,
+    the first one wins), tool-call pairing is followed (its first fault is reported once
+    every line is known to parse, as a check of the whole converted session would), and the
+    title is taken from the first user message that has one. ``stream``: keep where each
+    message is instead of the message (see :class:`JsonlMessages`). ``max_messages``: the
+    line past it is refused before it is parsed."""
     messages: list[RawMessage] = []
-    origins: list[str] = []
-    for n, rec in _iter_jsonl(text, source):
+    spans = array("q")
+    tracker = CallTracker()
+    pairing: SessionValidationError | None = None
+    title: str | None = None
+    count = 0
+    for n, start, end in _line_spans(text):
+        line = text[start:end]
+        if not line.strip():
+            continue
+        if max_messages is not None and count >= max_messages:
+            raise _too_many(max_messages, source)
+        try:
+            rec = _loads(line, source, n)
+        except json.JSONDecodeError as exc:
+            raise _err(f"bad JSON: {exc.msg} (column {exc.colno})", "bad_json", source, line=n) from None
         if not isinstance(rec, dict):
             raise _err(f"expected a message object, got {type(rec).__name__}", "not_an_object", source, line=n)
         try:
-            validate_message(rec, len(messages))
+            validate_message(rec, count)
         except SessionValidationError as exc:
             msg = str(exc).split(": ", 1)[-1]
             raise _err(msg, exc.fault, source, line=n) from None
-        messages.append(rec)
-        origins.append(f"line {n}")
-    if not messages:
+        if pairing is None:
+            try:
+                tracker.feed(rec, count)
+            except SessionValidationError as exc:
+                msg = str(exc)
+                if msg.startswith(f"message {count}: "):
+                    msg = msg[len(f"message {count}: "):]
+                # worded as _finish words a fault of the converted session
+                pairing = SessionValidationError(f"converted message {count} (from line {n}): {msg}", index=count,
+                                                 fault=exc.fault, source=source)
+                pairing.line = n
+        if title is None and rec.get("role") == "user":
+            title = _first_user_title([rec])
+        if stream:
+            spans.append(start)
+            spans.append(end)
+        else:
+            messages.append(rec)
+        count += 1
+    if not count:
         raise _err("the input holds no JSON lines", "empty", source)
-    return _finish(messages, origins, [], title=None, external_id=None, model=None, fmt="openai_jsonl",
-                   source=source)
+    if pairing is not None:
+        raise pairing
+    return ImportedSession(messages=JsonlMessages(text, spans) if stream else messages, tools=[], title=title,
+                           external_id=None, model=None, format="openai_jsonl")
 
 
 # -- anthropic blocks ----------------------------------------------------------------------
@@ -772,39 +882,53 @@ def _parse_payload(payload: Any, fmt: str | None, source: str | None) -> tuple[F
     return fmt, data
 
 
-def _convert_parsed(fmt: FormatName, data: Any, source: str | None) -> list[ImportedSession]:
+def _too_many(limit: int, source: str | None) -> SessionValidationError:
+    return _err(f"the session holds more than {limit:,} messages, the most one import may hold",
+                "too_many_messages", source)
+
+
+def _convert_parsed(fmt: FormatName, data: Any, source: str | None, stream: bool = False,
+                    max_messages: int | None = None) -> list[ImportedSession]:
     if fmt == "openai":
         if isinstance(data, list) and data and all(isinstance(x, dict) and "messages" in x for x in data):
             out = []
             for s, item in enumerate(data):
                 sub = f"{source}[{s}]" if source else f"session {s}"
-                out.append(_openai_session(item, sub))
+                out.append(_openai_session(item, sub, max_messages))
             return out
-        return [_openai_session(data, source)]
+        return [_openai_session(data, source, max_messages)]
     if fmt == "openai_jsonl":
         if isinstance(data, (dict, list)):
             data = "\n".join(json.dumps(x) for x in (data if isinstance(data, list) else [data]))
-        return [_openai_jsonl(data, source)]
+        return [_openai_jsonl(data, source, stream, max_messages)]
     if fmt == "anthropic":
-        return [_anthropic(data, source)]
-    if isinstance(data, dict):
-        data = [data]
-    return [_claude_code(data, source)]
+        converted = _anthropic(data, source)
+    else:
+        converted = _claude_code([data] if isinstance(data, dict) else data, source)
+    if max_messages is not None and len(converted.messages) > max_messages:
+        raise _too_many(max_messages, source)
+    return [converted]
 
 
 def convert_many(payload: str | bytes | JSONObject | list[Any], format: str | None = None,
-                 source: str | None = None) -> list[ImportedSession]:
+                 source: str | None = None, *, stream: bool = False,
+                 max_messages: int | None = None) -> list[ImportedSession]:
     """Convert a payload that may hold several sessions (an OpenAI list of session objects);
-    every other input gives a one-element list. ``source`` names the file in errors."""
+    every other input gives a one-element list. ``source`` names the file in errors.
+    ``stream``: OpenAI JSONL text gives a :class:`JsonlMessages` (parsed when read) instead
+    of a list. ``max_messages``: a session holding more messages is refused (fault
+    ``too_many_messages``); OpenAI input is refused before its messages are checked, JSONL
+    as soon as the line over the limit is reached."""
     fmt, data = _parse_payload(payload, format, source)
-    return _convert_parsed(fmt, data, source)
+    return _convert_parsed(fmt, data, source, stream, max_messages)
 
 
 def convert(payload: str | bytes | JSONObject | list[Any], format: str | None = None,
-            source: str | None = None) -> ImportedSession:
+            source: str | None = None, *, stream: bool = False, max_messages: int | None = None) -> ImportedSession:
     """Convert one session to OpenAI messages. ``format`` None means :func:`detect_format`.
-    A payload holding several sessions is rejected (use :func:`convert_many`)."""
-    sessions = convert_many(payload, format, source)
+    A payload holding several sessions is rejected (use :func:`convert_many`);
+    ``stream`` and ``max_messages`` as for :func:`convert_many`."""
+    sessions = convert_many(payload, format, source, stream=stream, max_messages=max_messages)
     if len(sessions) != 1:
         raise _err(f"the payload holds {len(sessions)} sessions; import it with convert_many", "many_sessions",
                    source)

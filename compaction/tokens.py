@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
@@ -85,6 +88,28 @@ SEGMENTED_ENCODINGS = frozenset({"cl100k_base", "o200k_base"})
 _SEGMENT_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
 
 
+_BATCH_THREADS = 4
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _batch_pool() -> ThreadPoolExecutor:
+    """The threads that count a batch of texts: the same ones for every batch of the process.
+
+    tiktoken's ``encode_ordinary_batch`` starts a new pool per call, and its native side keeps
+    one regex (with its own match cache) per thread it has seen, in up to 128 slots: a process
+    counting batch after batch (an import of 100,000 messages, a long-lived web process) grew
+    by ~70 MB that it never gave back. With the same threads the slots stay few, and no thread
+    is started per batch. One pool per process id: a pool's threads do not survive a fork
+    (prefork workers), so a forked child starts its own."""
+    global _pool
+    pid = os.getpid()
+    with _pool_lock:
+        if _pool is None or _pool[0] != pid:
+            _pool = (pid, ThreadPoolExecutor(_BATCH_THREADS, thread_name_prefix="token-count"))
+        return _pool[1]
+
+
 class TiktokenCounter:
     """Exact counts with a tiktoken encoding (offline through litellm's bundled files)."""
 
@@ -131,7 +156,7 @@ class TiktokenCounter:
         hostile = {i for i, t in enumerate(texts) if needs_care(t)}
         plain = [t for i, t in enumerate(texts) if i not in hostile] if hostile else texts
         try:
-            counts = iter([len(ids) for ids in self._enc.encode_ordinary_batch(plain, num_threads=4)])
+            counts = iter(list(_batch_pool().map(self._plain, plain)))
         except UnicodeEncodeError:
             counts = iter([self.count_text(t) for t in plain])
         return [self.count_text(t) if i in hostile else next(counts) for i, t in enumerate(texts)]
@@ -268,8 +293,10 @@ class MessageCounter:
             return MessageTokens(value.total, {"summary": value.total})
         return value
 
-    def count_many(self, messages: list[Message]) -> list[MessageTokens]:
-        """Batch count: one tokenizer batch for every uncached text."""
+    def count_many(self, messages: list[Message], *, remember: bool = True) -> list[MessageTokens]:
+        """Batch count: one tokenizer batch for every uncached text. ``remember=False``: what
+        is counted anew is not kept in the cache (an import of many messages no one will count
+        again would fill it with them)."""
         results: list[MessageTokens | None] = [None] * len(messages)
         todo: list[tuple[str, list[Piece], dict[str, int], int]] = []
         pending: dict[str, list[int]] = {}
@@ -290,7 +317,8 @@ class MessageCounter:
         counts = self.counter.count_texts(texts) if texts else []
         for key, pieces, fixed, start in todo:
             value = self._build(counts[start:start + len(pieces)], pieces, fixed)
-            self._store(key, value)
+            if remember:
+                self._store(key, value)
             for i in pending[key]:
                 results[i] = value
         out: list[MessageTokens] = []

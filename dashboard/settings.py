@@ -328,6 +328,11 @@ IMPORT_RATE_LIMIT = os.environ.get("IMPORT_RATE_LIMIT", "").strip()
 # Forced runs of one session (API and dashboard), in any window of the period; a force
 # answered with the session's pending forced run does not count. Empty = no limit.
 FORCE_SESSION_RATE_LIMIT = os.environ.get("FORCE_SESSION_RATE_LIMIT", "5/min").strip()
+# The most messages one imported session may hold (API, upload page, import_sessions): more is
+# refused with 413 before anything is written. An import is read, counted and written
+# IMPORT_CHUNK_MESSAGES messages at a time, so its memory does not grow with its length.
+IMPORT_MAX_MESSAGES = max(1, env_int("IMPORT_MAX_MESSAGES", 500_000))
+IMPORT_CHUNK_MESSAGES = max(1, env_int("IMPORT_CHUNK_MESSAGES", 2_000))
 
 # -- Celery ------------------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://"

@@ -6,10 +6,13 @@ session row keeps running totals, so the trigger check after an append reads num
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 
 from compaction import Policy
 from compaction.context import render_messages
@@ -46,6 +49,7 @@ from .common import (
     counter_for,
     empty_totals,
     insert_rows,
+    insert_values,
     now,
     text_problem,
     update_row,
@@ -66,7 +70,10 @@ class ImportInvalid(Invalid):
     MALFORMED = frozenset({"bad_json", "bad_encoding"})
 
     def __init__(self, exc: SessionValidationError):
-        super().__init__(str(exc), status=400 if exc.fault in self.MALFORMED else None)
+        if exc.fault == "too_many_messages":
+            super().__init__(f"{exc} (IMPORT_MAX_MESSAGES={settings.IMPORT_MAX_MESSAGES})", status=413)
+        else:
+            super().__init__(str(exc), status=400 if exc.fault in self.MALFORMED else None)
         self.fault = exc.fault
         self.index = exc.index
         self.line = getattr(exc, "line", None)
@@ -74,6 +81,16 @@ class ImportInvalid(Invalid):
         if exc.field is not None and exc.index is not None and self.line is None:
             # The body's path to the value at fault, e.g. messages[3].content
             self.field = f"messages[{exc.index}].{exc.field}"
+        elif exc.fault == "too_many_messages":
+            self.field = "messages"
+
+
+def too_many_messages(count: int, source: str | None = None) -> ImportInvalid:
+    """The 413 of a session over IMPORT_MAX_MESSAGES (worded as the engine words it)."""
+    limit = settings.IMPORT_MAX_MESSAGES
+    return ImportInvalid(SessionValidationError(
+        f"the session holds {count:,} messages, more than {limit:,}, the most one import may hold",
+        fault="too_many_messages", source=source))
 
 
 class EmptyImport(Invalid):
@@ -116,7 +133,9 @@ def convert_payload(messages: Any, *, tools: list | None = None, system: Any = N
                 if system is not None:
                     payload["system"] = system
             format = fmt
-        imported = convert(payload, format=format, source=source)
+        # JSONL text is read line by line and kept as text (see services docs: IMPORT_CHUNK_MESSAGES)
+        imported = convert(payload, format=format, source=source, stream=True,
+                           max_messages=settings.IMPORT_MAX_MESSAGES)
         if tools and not imported.tools:
             imported.tools = validate_tools(tools, source)
     except SessionValidationError as exc:
@@ -134,7 +153,8 @@ def convert_payload(messages: Any, *, tools: list | None = None, system: Any = N
 
 def convert_file_payload(data: bytes, *, format: str | None = None, source: str | None = None) -> list[ImportedSession]:
     try:
-        return convert_many(data, format=format, source=source)
+        return convert_many(data, format=format, source=source, stream=True,
+                            max_messages=settings.IMPORT_MAX_MESSAGES)
     except SessionValidationError as exc:
         raise ImportInvalid(exc) from None
 
@@ -165,7 +185,7 @@ def _arrival(policy, counter, session_id: int, msgs: list[Message], tokens: list
     return out_msgs, out_tokens, entries
 
 
-def _call_names(raws: list[dict]) -> dict[str, str]:
+def _call_names(raws: Iterable[dict]) -> dict[str, str]:
     names = {}
     for raw in raws:
         for call in raw.get("tool_calls") or []:
@@ -246,69 +266,146 @@ def import_request(project: Project, messages: Any, *, filter_key: str | None = 
 
 def import_session(project: Project, imported: ImportedSession, *, auto_compact: bool = True,
                    source: str | None = None, filter_keys: list | None = None,
-                   pinned: set[int] | None = None) -> WriteResult:
+                   pinned: set[int] | None = None, chunk_size: int | None = None) -> WriteResult:
     """Create a session from converted messages. Atomic: on any fault nothing is written.
     ``filter_keys``: one branch filter key (or None) per message; ``pinned``: positions of
-    messages kept through every compaction (see services.pins)."""
-    if not imported.messages:
+    messages kept through every compaction (see services.pins).
+
+    The messages are counted and written ``chunk_size`` (IMPORT_CHUNK_MESSAGES) at a time
+    (see :class:`_ImportWriter`), so the time an import takes grows with its length and its
+    memory does not (JSONL text is parsed again one chunk at a time); a session over
+    IMPORT_MAX_MESSAGES is refused with 413 before anything is written."""
+    n = len(imported.messages)
+    if not n:
         # A session starts with its first message: an empty one has nothing to count or compact.
         raise EmptyImport(f"{source + ': ' if source else ''}messages: an import needs at least one message")
+    if n > settings.IMPORT_MAX_MESSAGES:
+        raise too_many_messages(n, source)
     _check_fields(imported, source)
-    keys = _check_keys(filter_keys, len(imported.messages))
-    pins.check_pins(pinned or set(), len(imported.messages))
+    keys = _check_keys(filter_keys, n)
+    pins.check_pins(pinned or set(), n)
     base, _row = project_policy(project)
     probe = Session(project=project, model=imported.model or "")
     policy = apply_service_defaults(base, probe)
     counter = counter_for(policy)
-    msgs = pins.pin([Message(raw, original_id(i), Provenance.ORIGINAL, i) for i, raw in enumerate(imported.messages)],
-                    pinned or set())
-    tokens = counter.count_many(msgs)
     tools = imported.tools or []
     tools_tokens = counter.count_tools(tools)
-    totals = empty_totals()
-    for t in tokens:
-        add_totals(totals, t.by_category)
-    history = with_total(totals)
-    tracker = CallTracker()
-    for i, raw in enumerate(imported.messages):
-        tracker.feed(raw, i)  # already validated by convert; this recovers the open calls
+    size = chunk_size or settings.IMPORT_CHUNK_MESSAGES
     stamp = now()
     with transaction.atomic():
         try:
             with transaction.atomic():
+                # the token totals and open calls are known once every chunk is counted (finish())
                 session = Session.objects.create(
                     project=project, title=clean_text(imported.title or "")[:500],
                     external_id=imported.external_id or "", model=imported.model or "",
                     metadata=imported.metadata, source_format=imported.format or "", tools=tools, tools_tokens=tools_tokens,
-                    tokenizer=counter.name, message_count=len(msgs), history_tokens=history,
-                    history_total=history["total"], context_tokens=with_total(dict(totals, tools=tools_tokens)),
-                    context_total=history["total"] + tools_tokens,
-                    context_messages=len(msgs), context_version=1, tokens_since_summary=history["total"],
-                    messages_since_summary=len(msgs), open_tool_calls=dict(tracker.open),
-                    last_message_at=stamp if msgs else None)
+                    tokenizer=counter.name, message_count=n, context_messages=n, context_version=1,
+                    messages_since_summary=n, last_message_at=stamp)
         except IntegrityError:
             raise Conflict(f"a session with external_id {imported.external_id!r} already exists in this project") from None
-        StoredMessage.objects.bulk_create([_message_row(session, i, m.raw, t, m.hash, keys[i])
-                                     for i, (m, t) in enumerate(zip(msgs, tokens))], batch_size=500)
-        live, live_tokens, entries = _arrival(policy, counter, session.pk, msgs, tokens,
-                                              _call_names(imported.messages))
-        store_entries(entries, session=session)
-        if entries:
-            live_totals = empty_totals()
-            for t in live_tokens:
-                add_totals(live_totals, t.by_category)
-            context = with_total(dict(live_totals, tools=tools_tokens))
-            session.context_tokens = context
-            session.context_total = context["total"]
-            session.tokens_since_summary = sum(t.total for t in live_tokens)
-            session.save(update_fields=["context_tokens", "context_total", "tokens_since_summary"])
-        SessionContext.objects.create(session=session, version=1,
-                                      items=_dumps([context_item(m, t, counter.name) for m, t in zip(live, live_tokens)]),
-                                      rendered=_dumps(render_messages(live)))
-        result = WriteResult(session=session, positions=list(range(len(msgs))))
-        if auto_compact and msgs:
+        writer = _ImportWriter(session, policy, counter, keys, pinned or set(), stamp)
+        for start, raws in _chunks(imported.messages, size):
+            writer.add(start, raws)
+        writer.finish()
+        result = WriteResult(session=session, positions=list(range(n)))
+        if auto_compact:
             _check_trigger(session, policy, result, last_message_at=None, filter_key=_trigger_key(keys))
     return result
+
+
+def _chunks(messages: Iterable[dict], size: int) -> Iterator[tuple[int, list[dict]]]:
+    """(position of the first, messages) of each ``size`` messages in order."""
+    it, start = iter(messages), 0
+    while chunk := list(islice(it, size)):
+        yield start, chunk
+        start += len(chunk)
+
+
+# Columns of a StoredMessage row as an import writes them (the values _message_row's
+# instance would be stored as, prepared without building the instance).
+_MESSAGE_COLUMNS = ("session_id", "position", "role", "raw", "tool_call_id", "tool_names", "tokens",
+                    "tokens_by_category", "content_hash", "filter_key", "created_at")
+
+
+class _ImportWriter:
+    """Writes an imported session one chunk of messages at a time, inside the caller's
+    transaction: their history rows, any archive entries of tool output truncated on
+    arrival, and the live context's two JSON texts, kept as one text per chunk until
+    :meth:`finish` writes them. What is kept between chunks is running totals, the open
+    tool calls and the names of calls not answered yet, never the chunks' messages, so
+    the cost of a chunk does not depend on how many came before it. The stored rows and
+    texts are those the whole session written at once gave: the texts are the JSON lists
+    of per-message pieces, and every message of an import is an original, so rendering
+    the context (``render_messages``, which only merges summaries) is message by message."""
+
+    def __init__(self, session: Session, policy: Policy, counter, keys: list, pinned: set[int], stamp) -> None:
+        self.session, self.policy, self.counter, self.keys, self.pinned = session, policy, counter, keys, pinned
+        self.created = StoredMessage._meta.get_field("created_at").get_db_prep_save(stamp, connection)
+        self.history = empty_totals()
+        self.live = empty_totals()
+        self.truncated = False
+        self.tracker = CallTracker()
+        self.names: dict[str, str] = {}  # tool name of each call whose result has not come yet
+        self.items: list[str] = []
+        self.rendered: list[str] = []
+
+    def add(self, start: int, raws: list[dict]) -> None:
+        counter, session = self.counter, self.session
+        msgs = [Message(raw, original_id(start + k), Provenance.ORIGINAL, start + k) for k, raw in enumerate(raws)]
+        pins.pin(msgs, {p - start for p in self.pinned if start <= p < start + len(raws)})
+        # not kept in the process's count cache: a run takes these counts from the stored context
+        tokens = counter.count_many(msgs, remember=False)
+        texts = [_dumps(raw) for raw in raws]  # the stored raw, and the rendered message unless truncated
+        for k, raw in enumerate(raws):
+            self.tracker.feed(raw, start + k)  # already validated by convert; this recovers the open calls
+        keys = self.keys
+        insert_values(StoredMessage, _MESSAGE_COLUMNS, (
+            [session.pk, start + k, m.raw["role"], text, clean_text(m.raw.get("tool_call_id") or "")[:255],
+             _tool_names(m.raw), t.total, _dumps(dict(t.by_category)), m.hash, keys[start + k], self.created]
+            for k, (m, t, text) in enumerate(zip(msgs, tokens, texts))))
+        for t in tokens:
+            add_totals(self.history, t.by_category)
+        self.names.update(_call_names(raws))
+        live, live_tokens, entries = _arrival(self.policy, counter, session.pk, msgs, tokens, self.names)
+        for raw in raws:
+            if raw.get("role") == "tool":
+                self.names.pop(raw.get("tool_call_id") or "", None)  # a call is answered once
+        if entries:
+            store_entries(entries, session=session)
+            self.truncated = True
+        for t in live_tokens:
+            add_totals(self.live, t.by_category)
+        name = counter.name
+        self.items.append(",".join(_dumps(context_item(m, t, name)) for m, t in zip(live, live_tokens)))
+        rendered = render_messages(live)
+        self.rendered.append(",".join(text if new is m.raw else _dumps(new)
+                                      for m, new, text in zip(msgs, rendered, texts)))
+
+    def finish(self) -> None:
+        """The session's totals and open calls, and the live context's texts."""
+        session = self.session
+        history = with_total(self.history)
+        session.history_tokens = history
+        session.history_total = history["total"]
+        session.open_tool_calls = dict(self.tracker.open)
+        if self.truncated:  # tool output over the size limit: its preview is what the context holds
+            context = with_total(dict(self.live, tools=session.tools_tokens))
+            session.context_tokens = context
+            session.context_total = context["total"]
+            session.tokens_since_summary = sum(v for k, v in self.live.items() if k != "total")
+        else:
+            session.context_tokens = with_total(dict(self.history, tools=session.tools_tokens))
+            session.context_total = history["total"] + session.tools_tokens
+            session.tokens_since_summary = history["total"]
+        update_row(session, _IMPORT_TOTALS)
+        items, self.items = "[" + ",".join(self.items) + "]", []
+        rendered, self.rendered = "[" + ",".join(self.rendered) + "]", []
+        SessionContext.objects.create(session=session, version=1, items=items, rendered=rendered)
+
+
+_IMPORT_TOTALS = ["history_tokens", "history_total", "open_tool_calls", "context_tokens", "context_total",
+                  "tokens_since_summary", "updated_at"]
 
 
 # -- append -------------------------------------------------------------------------------------

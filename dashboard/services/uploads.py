@@ -17,6 +17,8 @@ class UploadResult:
     created: list[Session] = field(default_factory=list)
     #: What was wrong, naming the file and the line or index; nothing is imported then.
     errors: list[str] = field(default_factory=list)
+    #: The status of a refused upload: 413 when a session is over IMPORT_MAX_MESSAGES, else 400.
+    status: int = 400
 
 
 def import_uploads(project: Project | None, payloads: list[tuple[str, bytes]], *, format: str | None = None,
@@ -38,6 +40,8 @@ def import_uploads(project: Project | None, payloads: list[tuple[str, bytes]], *
             converted.extend((name, s) for s in convert_file_payload(data, format=format, source=name))
         except ServiceError as exc:
             out.errors.append(str(exc))
+            if exc.status == 413:
+                out.status = 413
     if out.errors:
         return out
     try:
@@ -49,4 +53,6 @@ def import_uploads(project: Project | None, payloads: list[tuple[str, bytes]], *
     except ServiceError as exc:
         out.errors.append(str(exc))
         out.created = []
+        if exc.status == 413:
+            out.status = 413
     return out

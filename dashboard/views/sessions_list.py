@@ -66,7 +66,8 @@ def sessions_list(request: HttpRequest) -> HttpResponse:
 def upload(request: HttpRequest) -> HttpResponse:
     """Import uploaded files or pasted text. All or nothing: if any file is invalid,
     nothing is imported and each fault is shown next to the form, naming file, line or
-    index. htmx gets the form back (status 200, so the errors are swapped in)."""
+    index: a 400 page, or 413 when a session is over IMPORT_MAX_MESSAGES. htmx gets the form
+    back (status 200, so the errors are swapped in)."""
     _projects, project = current_project(request)
     if project is not None:
         check_access(request.user, project.pk, need="edit")
@@ -83,7 +84,7 @@ def upload(request: HttpRequest) -> HttpResponse:
             return redirect("pages:sessions")
         ctx = {"nav": "sessions", "project": project, **_list_context(request, project),
                **_upload_context(upload_errors=result.errors, upload_values=values)}
-        return page(request, "pages/sessions_list.html", ctx, status=400)
+        return page(request, "pages/sessions_list.html", ctx, status=result.status)
     response = render(request, "pages/sessions_list.html#upload",
                       _upload_context(upload_errors=result.errors, created=result.created, upload_values=values))
     if result.created:

@@ -1,4 +1,5 @@
 """Upload form: every import format, all-or-nothing, errors shown next to the form."""
+import json
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,15 @@ def test_without_htmx_a_good_upload_redirects_and_a_bad_one_is_a_400_page(web, p
     assert r.status_code == 302
     r = upload(web, "bad_json.jsonl", htmx=False)
     assert r.status_code == 400 and b"bad_json.jsonl" in r.content and b"<html" in r.content
+
+
+def test_a_session_over_the_message_limit_is_a_413_page_naming_it_and_nothing_is_imported(web, project, settings):
+    settings.IMPORT_MAX_MESSAGES = 3
+    text = "\n".join(json.dumps({"role": "user", "content": f"w{i}"}) for i in range(4))
+    files = [SimpleUploadedFile("long.jsonl", text.encode())]
+    r = web.post(reverse("pages:upload"), {"file": files})
+    assert r.status_code == 413 and b"IMPORT_MAX_MESSAGES=3" in r.content and b"long.jsonl" in r.content
+    html = web.post(reverse("pages:upload"), {"file": [SimpleUploadedFile("long.jsonl", text.encode())]},
+                    HTTP_HX_REQUEST="true").content.decode()
+    assert "IMPORT_MAX_MESSAGES=3" in html  # htmx: the form back with the error, to swap in
+    assert not Session.objects.filter(project=project).exists()
