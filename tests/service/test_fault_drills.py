@@ -32,7 +32,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 
 from dashboard.models import (
     CompactionRun,
@@ -42,6 +42,7 @@ from dashboard.models import (
     StoredArchiveEntry,
     StoredMessage,
 )
+from dashboard.services.runs import request as request_module
 from dashboard.services.runs import request_run
 from tests.service.conftest import IN_CI, REPO, database_url_for_workers
 from tests.service.helpers import chat, llm_policy, wait_for
@@ -409,6 +410,30 @@ def test_runs_whose_worker_connections_are_terminated_again_and_again_finish_exa
     assert_exactly_once(live_api, run_ids)
     assert worker.alive(), worker.tail()
     worker.kill()  # checked alive; no need to wait for a warm shutdown
+
+
+def test_a_task_send_that_fails_after_the_commit_is_logged_and_fails_nothing_committed(transactional_db, live_api,
+                                                                                       monkeypatch, caplog):
+    """Found by the worker drill: the connection dropped between a run's commit and the
+    send of the next run's task (enqueue reads the worker beats first). Django logs a failed
+    robust on_commit callback by its __qualname__, which the functools.partial used for it
+    lacked: the AttributeError escaped into the committed transaction's caller (a request
+    answered 500 after its writes, and a client repeats a stored append) and the callbacks
+    after it never ran. The send is made to fail here (monkeypatched): a connection dying in
+    that microsecond window cannot be timed from a test."""
+    session = new_session(live_api)
+
+    def send_fails(run_id: int, task_id: str) -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(request_module, "enqueue", send_fails)
+    later: list[str] = []
+    with transaction.atomic():
+        run = request_run(session, reason="its task cannot be sent")
+        transaction.on_commit(lambda: later.append("ran"))
+    assert later == ["ran"]
+    assert CompactionRun.objects.get(pk=run.pk).status == "queued"  # the recovery loop sends it again
+    assert "server closed the connection unexpectedly" in caplog.text
 
 
 class WebServer:
