@@ -288,8 +288,9 @@ def pool_kill(args, sessions, workers, env, data) -> tuple[list[int], float, int
 
 
 def broker_or_database_faults(args, sessions, own_redis: OwnRedis | None, app: str):
-    """redis-stop / pg-worker: faults at random while the runs execute, at most --faults of
-    them and none once a third of the runs is left (the rest finishes undisturbed, so the
+    """redis-stop / pg-worker: faults at random while the runs execute (a termination round
+    that found no connection open is not counted), at most --faults of them, from the first
+    finished run on and none once a third of the runs is left (the rest finishes undisturbed, so the
     drain after the last fault is measured). Each fault's recovery: the time from its end to
     the next run finishing."""
     from dashboard.services.runs import request_run  # noqa: PLC0415  (needs Django set up: main() runs first)
@@ -313,7 +314,11 @@ def broker_or_database_faults(args, sessions, own_redis: OwnRedis | None, app: s
         left_before = left
         if not left or now - t0 > args.timeout:
             break
-        if now >= next_fault and faults < args.faults and left > len(run_ids) // 3:
+        # faults from the first finished run on (the workers are busy by then) until a third is left
+        if now >= next_fault and faults < args.faults and len(run_ids) // 3 < left < len(run_ids):
+            if terminator is not None and not terminator.terminate():
+                next_fault = now + 0.1  # no connection of the workers open at this instant: not a fault
+                continue
             faults += 1
             if own_redis is not None:
                 own_redis.kill()
@@ -324,8 +329,6 @@ def broker_or_database_faults(args, sessions, own_redis: OwnRedis | None, app: s
                 requested_while_down += len(extra)
                 time.sleep(max(0.0, args.outage - (time.perf_counter() - now)))
                 own_redis.start()
-            elif terminator is not None:
-                terminator.terminate()
             last_fault_end = recover_from = time.perf_counter()
             left_before = unfinished(run_ids)
             next_fault = last_fault_end + rng.expovariate(1 / args.every)
