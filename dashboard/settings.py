@@ -138,7 +138,10 @@ TEMPLATES = [
 
 # -- database -------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip() or f"sqlite:///{DATA_DIR / 'db.sqlite3'}"
-_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+# Health checks: a kept connection the server dropped while it sat idle (PostgreSQL
+# restarted, pg_terminate_backend, a proxy's idle timeout) is noticed when a request or a
+# task first uses it, and replaced, instead of failing that request (500) or task.
+_db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE: a transaction takes the write lock when it starts, so two concurrent
     # read-modify-write transactions queue instead of failing with "database is locked".

@@ -65,6 +65,9 @@ class Heartbeat:
                         self.on_beat()
                 except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
                     log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+                    # The next beat on a new connection: one the server dropped stays broken in
+                    # this thread, and a run whose beats all fail is taken for lost.
+                    connection.close()
         finally:
             connection.close()
 
@@ -154,7 +157,7 @@ class Reporter:
 def execute(run_id: int) -> RunResult:
     """Run a compaction end to end; returns what it came to (for logs and tests)."""
     with counting_repairs() as repairs:
-        c = claim(run_id)
+        c = claim_reconnecting(run_id)
     run = c.run
     if c.state != "claimed" or run is None:
         log.info("run %s not executed: %s", run_id, c.state)
@@ -221,6 +224,28 @@ def execute(run_id: int) -> RunResult:
         raise
     finally:
         heartbeat.stop()
+
+
+CLAIM_ATTEMPTS = 3
+
+
+def claim_reconnecting(run_id: int) -> Claim:
+    """:func:`claim`, again on a new connection when the database connection died during it
+    (terminated, server restarted): its transaction rolled back, so nothing was claimed, and
+    giving up would leave the run queued until the recovery loop re-sends it
+    (RUN_RESEND_AFTER, minutes)."""
+    for attempt in range(1, CLAIM_ATTEMPTS + 1):
+        try:
+            return claim(run_id)
+        except (OperationalError, InterfaceError) as exc:
+            # inside a caller's transaction (inline execution) there is nothing to retry on
+            if connection.in_atomic_block or attempt == CLAIM_ATTEMPTS:
+                raise
+            log.warning("run %s: database connection lost while claiming it (%s: %s); claiming again",
+                        run_id, type(exc).__name__, exc)
+            connection.close()
+            time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
 
 
 def take_stored_counts(counter: MessageCounter, messages: list[Message], items: list[dict[str, Any]]) -> None:

@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -22,7 +21,7 @@ from django.db import close_old_connections, connection, transaction
 from ...models import CompactionRun, RunEvent, RunStatus, Session
 from ..common import now
 from .commit import finish_locked
-from .request import enqueue
+from .request import enqueue_on_commit
 
 log = logging.getLogger("dashboard.recovery")
 
@@ -55,7 +54,7 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
             session.release_run(run.pk)
             RunEvent.record(run.pk, "requeued", {"reason": f"no heartbeat for {silent:.1f}s: worker lost",
                                                  "delivery": run.deliveries}, run.deliveries)
-            transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+            enqueue_on_commit(run.pk, run.task_id)
             counts["requeued"] += 1
     # Queued runs whose message may be gone (a broker that lost it, a worker killed while
     # holding it): re-send when nothing executes on their session.
@@ -66,7 +65,7 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
             continue
         with transaction.atomic():
             if queued.resend():
-                transaction.on_commit(partial(enqueue, queued.pk, queued.task_id), robust=True)
+                enqueue_on_commit(queued.pk, queued.task_id)
                 counts["resent"] += 1
     # A session slot held by a run that is not running (crash between two writes).
     for held in Session.objects.filter(active_run_id__isnull=False).only("id", "active_run_id"):
@@ -93,7 +92,7 @@ def requeue_now(session_id: int, run_id: int, token: str, reason: str) -> bool:
         run.requeue()
         session.release_run(run.pk)
         RunEvent.record(run.pk, "requeued", {"reason": reason, "delivery": run.deliveries}, run.deliveries)
-        transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+        enqueue_on_commit(run.pk, run.task_id)
     return True
 
 

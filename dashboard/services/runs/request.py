@@ -6,11 +6,10 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from kombu.exceptions import OperationalError as KombuOperationalError
 from redis.exceptions import RedisError
 
@@ -149,7 +148,7 @@ def _create(session: Session, plan: _RunPlan, *, trigger: str, force: bool, reas
         enqueued_at=now(), progress_step="queued", filter_key=plan.filter_key)
     RunEvent.record(run.pk, "queued", {"trigger": trigger, "force": force, "reason": reason,
                                        **({"filter_key": plan.filter_key} if plan.filter_key else {})})
-    transaction.on_commit(partial(enqueue, run.pk, run.task_id), robust=True)
+    enqueue_on_commit(run.pk, run.task_id)
     return run
 
 
@@ -184,6 +183,29 @@ def _check_queue_room(run_id: int) -> None:
     waiting = CompactionRun.objects.filter(status=RunStatus.QUEUED).exclude(pk=run_id).count()
     if waiting >= limit:
         raise QueueFull(f"queue full: {waiting} runs are waiting (RUN_QUEUE_MAX={limit})")
+
+
+def enqueue_on_commit(run_id: int, task_id: str) -> None:
+    """Send the run's task (:func:`enqueue`) once the transaction commits. A failure then
+    (the connection dropped right after the commit) is logged, never raised into what has
+    committed: the run stays queued and the recovery loop sends it again. The callback is a
+    named function, not a functools.partial: Django logs a failed robust callback by its
+    ``__qualname__``, which a partial lacks, and that AttributeError escaped instead, failing
+    a request whose writes had committed (a client then repeats a stored append) and
+    skipping the callbacks after it."""
+    def send_task() -> None:
+        try:
+            enqueue(run_id, task_id)
+        except (OperationalError, InterfaceError):
+            # enqueue reads the worker beats and the queue's size first: a connection that
+            # dropped right after the commit gets one more try on a new one, or the run
+            # would wait for the recovery loop's re-send (RUN_RESEND_AFTER, minutes)
+            log.warning("run %s: database connection lost before its task was sent; sending it on a new one",
+                        run_id, exc_info=True)
+            connection.close()
+            enqueue(run_id, task_id)
+
+    transaction.on_commit(send_task, robust=True)
 
 
 def enqueue(run_id: int, task_id: str) -> None:
@@ -285,4 +307,4 @@ def enqueue_next(session_id: int, finished_id: int) -> None:
     nxt = CompactionRun.objects.filter(pk=first).first() if first is not None else None
     if nxt is not None:
         nxt.reissue()
-        transaction.on_commit(partial(enqueue, nxt.pk, nxt.task_id), robust=True)
+        enqueue_on_commit(nxt.pk, nxt.task_id)
