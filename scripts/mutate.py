@@ -39,7 +39,8 @@ class Target:
 # Smallest and most critical first.
 TARGETS: dict[str, Target] = {
     "cut": Target("compaction/cut.py", (
-        "tests/engine/test_cut.py", "tests/engine/test_landing_target.py", "tests/engine/test_overflow_guard.py")),
+        "tests/engine/test_cut.py", "tests/engine/test_cut_rules.py", "tests/engine/test_landing_target.py",
+        "tests/engine/test_overflow_guard.py")),
     "access": Target("dashboard/selectors/access.py", (
         "tests/pages/test_access_control.py", "tests/service/test_memberships.py")),
     "connections": Target("dashboard/services/connections.py", (
@@ -113,13 +114,16 @@ def results(work: Path) -> dict[str, list[str]]:
     return by
 
 
-def run(name: str, target: Target, children: int) -> str:
+def run(name: str, target: Target, children: int, survivors_only: bool = False) -> str:
     work = prepare(name, target)
+    again = []
+    if survivors_only and (work / "mutants").is_dir():
+        again = [m for status in ("survived", "no tests") for m in results(work).get(status, [])]
     env = dict(os.environ, CORPUS_DIR=os.environ.get("CORPUS_DIR", str(REPO.parent / "shared" / "corpus")))
     env.pop("PYTEST_ADDOPTS", None)
     print(f"== {name}: {target.module} against {len(target.tests)} test file(s)/node(s)", flush=True)
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=work, env=env,
-                   check=False)
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *again], cwd=work,
+                   env=env, check=False)
     by = results(work)
     survivors = by.get("survived", []) + by.get("no tests", [])
     lines = []
@@ -140,6 +144,8 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help=f"modules to mutate (default: all of {', '.join(TARGETS)})")
     parser.add_argument("--list", action="store_true", help="list the modules and their tests")
     parser.add_argument("--fresh", action="store_true", help="forget earlier verdicts of these modules")
+    parser.add_argument("--survivors", action="store_true",
+                        help="run only the mutants that survived the previous run (after adding tests)")
     args = parser.parse_args()
     if args.list:
         for name, t in TARGETS.items():
@@ -153,7 +159,7 @@ def main() -> int:
     for name in args.names or list(TARGETS):
         if args.fresh:
             shutil.rmtree(SCRATCH / name / "mutants", ignore_errors=True)
-        summary.append(run(name, TARGETS[name], children))
+        summary.append(run(name, TARGETS[name], children, survivors_only=args.survivors))
     print("\n".join(["", "== mutation score (killed / all; survivors in .mutmut/<name>/survivors.txt)", *summary]))
     return 0
 
