@@ -158,3 +158,39 @@ def test_notes_say_when_a_tool_group_made_the_tail_longer_and_when_no_tail_is_ke
     some = plan_cut(msgs, toks, CutPolicy(keep_messages=0, keep_fraction=1.0, search="backward"), window=WIDE)
     assert some.notes[-1] == NO_TAIL_NOTE + ("" if some.tail_start < len(msgs) else
                                             ": nothing after the head stays verbatim")
+
+
+def test_when_everything_fits_the_target_is_the_first_message_after_the_head():
+    msgs, toks = counted(chat(turns=3))
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0), window=WIDE)
+    assert plan.target == 1
+
+
+def test_the_token_budget_counts_each_messages_own_tokens():
+    raws = [{"role": "system", "content": "s"}]
+    for i in range(6):   # short questions, long answers: a neighbour's count would move the target
+        raws += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i} " + "a" * 400}]
+    msgs, toks = counted(raws)
+    n = len(msgs)
+    last_three = sum(t.total for t in toks[n - 3:])
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0), window=last_three)
+    assert plan.target == n - 3
+
+
+def test_backward_search_with_everything_in_reach_cuts_right_after_the_head():
+    msgs, toks = counted(chat(turns=3))
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0, search="backward"), window=WIDE)
+    assert (plan.tail_start, plan.boundary, plan.evicted) == (2, "safe", [1])
+
+
+def test_require_cuts_at_a_user_turn_when_one_is_in_reach():
+    msgs, toks = counted([{"role": "system", "content": "s"}] + users_and_answers(6))
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=3, keep_fraction=1.0, user_turn="require"), window=WIDE)
+    assert plan.boundary == "user_turn" and msgs[plan.tail_start].role == "user"
+
+
+def test_a_pinned_message_that_starts_the_tail_is_tail_not_pinned():
+    msgs, toks = counted([{"role": "system", "content": "s"}] + users_and_answers(4))
+    msgs[7] = msgs[7].with_raw(msgs[7].raw, pinned=True)
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=2, keep_fraction=1.0), window=WIDE)
+    assert plan.tail_start == 7 and plan.pinned == []
