@@ -170,11 +170,13 @@ def test_the_token_budget_counts_each_messages_own_tokens():
     raws = [{"role": "system", "content": "s"}]
     for i in range(6):   # short questions, long answers: a neighbour's count would move the target
         raws += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i} " + "a" * 400}]
+    raws.append({"role": "user", "content": "next?"})
     msgs, toks = counted(raws)
     n = len(msgs)
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0), window=toks[-1].total)
+    assert plan.target == n - 1, "the latest message alone fits a budget of its own size"
     last_three = sum(t.total for t in toks[n - 3:])
-    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0), window=last_three)
-    assert plan.target == n - 3
+    assert plan_cut(msgs, toks, CutPolicy(keep_messages=99, keep_fraction=1.0), window=last_three).target == n - 3
 
 
 def test_backward_search_with_everything_in_reach_cuts_right_after_the_head():
