@@ -132,6 +132,11 @@ def run(name: str, target: Target, children: int, survivors_only: bool = False) 
                               text=True).stdout
         lines.append(diff)
     (work / "survivors.txt").write_text("\n".join(lines))
+    if again:
+        # mutmut forgets earlier verdicts when the test selection changes: only the re-run counts
+        fates = {status: sum(1 for m in again if m in names) for status, names in by.items()}
+        return (f"{name:12} {target.module:36} re-ran {len(again)} survivor(s): "
+                + ", ".join(f"{k} {v}" for k, v in sorted(fates.items()) if v))
     total = sum(len(v) for v in by.values())
     killed = len(by.get("killed", [])) + len(by.get("timeout", [])) + len(by.get("caught by type check", []))
     score = f"{100 * killed / total:.1f}%" if total else "n/a"
