@@ -48,7 +48,8 @@ TARGETS: dict[str, Target] = {
         "tests/service/test_gateway.py::test_a_prefixed_model_goes_through_the_operators_connection_with_its_key",
         "tests/service/test_gateway.py::test_a_connection_whose_key_is_not_set_or_whose_address_is_private_is_refused_before_any_call")),
     "landing": Target("compaction/landing.py", (
-        "tests/engine/test_landing_target.py", "tests/engine/test_overflow_guard.py")),
+        "tests/engine/test_landing_target.py", "tests/engine/test_landing_numbers.py",
+        "tests/engine/test_overflow_guard.py")),
     "textsize": Target("compaction/textsize.py", (
         "tests/engine/test_input_hygiene.py", "tests/service/test_input_hygiene.py")),
     "text_repair": Target("dashboard/text_repair.py", (
