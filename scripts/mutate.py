@@ -51,7 +51,7 @@ TARGETS: dict[str, Target] = {
         "tests/engine/test_landing_target.py", "tests/engine/test_landing_numbers.py",
         "tests/engine/test_overflow_guard.py")),
     "textsize": Target("compaction/textsize.py", (
-        "tests/engine/test_input_hygiene.py", "tests/service/test_input_hygiene.py")),
+        "tests/engine/test_tokens.py", "tests/engine/test_input_hygiene.py", "tests/service/test_input_hygiene.py")),
     "text_repair": Target("dashboard/text_repair.py", (
         "tests/pages/test_stored_surrogates.py",)),
     "archive": Target("compaction/archive.py", (
