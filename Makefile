@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PG_URL ?= postgres://postgres@127.0.0.1:5432/cs_test
 
-.PHONY: run test lint test-postgres install services bench clean
+.PHONY: run test lint test-postgres install services bench mutate clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -41,6 +41,12 @@ test-postgres: $(STAMP)
 
 bench: $(STAMP)
 	@for f in bench/[!_]*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# Mutation testing of the critical modules (mutmut, one module and one test process at a time;
+# hours, not part of `make test`). `make mutate MODULES="cut access"` for some of them;
+# the figures go to bench/README.md ("Mutation testing").
+mutate: $(STAMP)
+	$(PY) scripts/mutate.py $(MODULES)
 
 clean:
 	rm -rf $(VENV) .data .pytest_cache

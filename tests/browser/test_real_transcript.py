@@ -6,7 +6,7 @@ import pytest
 
 from dashboard.models import CompactionRun, Session
 from tests.browser.conftest import ARTIFACTS, settle
-from tests.corpus import corpus_files, load
+from tests.corpus import load, require_corpus
 from tests.pages import factories
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -24,8 +24,7 @@ def save(page, name: str, full_page: bool = False):
 
 @pytest.fixture
 def real_session(transactional_db, user):
-    if not any(p.name == CORPUS for p in corpus_files()):
-        pytest.skip(f"corpus file {CORPUS} not found (../shared/corpus)")
+    require_corpus(CORPUS)
     project = factories.add_member(factories.make_project("demo", policy=POLICY), user)
     data = load(CORPUS)
     s = factories.grow(project, data["messages"], title="django-14580: missing import in a generated migration",

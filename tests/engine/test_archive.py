@@ -69,6 +69,30 @@ def test_replay_reports_a_gap_instead_of_guessing():
         replay([], [msgs[0]] + msgs[2:])
 
 
+def test_replay_refuses_two_different_versions_of_one_original(archive):
+    """An archived copy and the live copy of the same original disagree (an edit that bypassed
+    the reduction bookkeeping): replay says so instead of returning either one as the original."""
+    raws = coding_run(rounds=3)
+    msgs = wrap_originals(raws)
+    archive.write(ArchiveEntry(next_handle(), "s", "evicted", [item_for(m) for m in msgs[1:5]]))
+    same = msgs[:]                                  # an overlap that agrees is fine
+    assert replay(archive.entries("s"), same) == raws
+    edited = msgs[:3] + [msgs[3].with_raw({**msgs[3].raw, "content": "edited in place"})] + msgs[4:]
+    with pytest.raises(ArchiveError, match="two different versions of original message 3"):
+        replay(archive.entries("s"), edited)
+
+
+def test_replay_refuses_a_reduced_message_whose_original_was_never_archived(archive):
+    """A cleared tool result without its offloaded original: replay must not hand back the
+    cleared text as if it were what the agent sent."""
+    raws = coding_run(rounds=2)
+    msgs = wrap_originals(raws)
+    cleared = msgs[3].with_raw({**msgs[3].raw, "content": "[cleared]"},
+                               reduction={"kind": "cleared", "archive_ref": "ar_never_written"})
+    with pytest.raises(ArchiveError, match=f"message {msgs[3].id} was reduced but its original is not in the archive"):
+        replay(archive.entries("s"), msgs[:3] + [cleared] + msgs[4:])
+
+
 def test_a_tampered_file_entry_is_detected(tmp_path):
     archive = FileArchive(tmp_path)
     msgs = wrap_originals(coding_run(rounds=1))

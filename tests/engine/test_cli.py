@@ -5,10 +5,15 @@ import sys
 
 import pytest
 
-from tests.corpus import CORPUS_DIR, corpus_files
+from tests.corpus import CORPUS_DIR, require_corpus
 
 SESSION = CORPUS_DIR / "minipr__deepseek_bench1__django__django-11099.json"
-pytestmark = pytest.mark.skipif(not corpus_files(), reason="shared corpus not present")
+
+
+@pytest.fixture(autouse=True)
+def _corpus():
+    """Every command here reads a corpus session."""
+    require_corpus(SESSION.name)
 
 
 def run(*args, cwd=None):

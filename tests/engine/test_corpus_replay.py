@@ -6,15 +6,15 @@ This is the in-process form of `python -m compaction replay SESSION --preset P
 import pytest
 
 from compaction import PRESETS, get_preset, simulate
-from tests.corpus import corpus_files, load
+from tests.corpus import corpus_files, load, require_corpus
 
 FILES = [p.name for p in corpus_files()]
 
 
-@pytest.mark.skipif(not FILES, reason="shared corpus (../shared/corpus) not present")
 @pytest.mark.parametrize("window", [8000, 32000])
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_corpus_session_keeps_integrity(preset, window):
+    require_corpus()
     policy = get_preset(preset).with_overrides({"context_window": window})
     problems = []
     for name in FILES:
@@ -32,9 +32,9 @@ def test_every_corpus_session_keeps_integrity(preset, window):
     assert problems == []
 
 
-@pytest.mark.skipif(not FILES, reason="shared corpus (../shared/corpus) not present")
 @pytest.mark.parametrize("preset", ["eino", "sagents"])
 def test_large_threshold_presets_compact_when_their_trigger_is_lowered(preset):
+    require_corpus()
     policy = get_preset(preset).model_copy(update={"trigger": {"kind": "tokens", "threshold": 6000}})
     policy = type(policy).load(policy.model_dump(mode="json") | {"trigger": {"kind": "tokens", "threshold": 6000},
                                                                   "context_window": 32000})
@@ -48,9 +48,8 @@ def test_large_threshold_presets_compact_when_their_trigger_is_lowered(preset):
 
 
 def test_the_default_preset_keeps_a_single_task_run_under_a_small_window():
-    data = load("minipr__deepseek_bench1__django__django-11564.json") if FILES else None
-    if data is None:
-        pytest.skip("shared corpus not present")
+    require_corpus("minipr__deepseek_bench1__django__django-11564.json")
+    data = load("minipr__deepseek_bench1__django__django-11564.json")
     report = simulate(data["messages"], get_preset("default").with_overrides({"context_window": 32000}))
     assert report["compactions"], "a single-user-turn coding run must still compact"
     assert report["overflow_calls"] == 0

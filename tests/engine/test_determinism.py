@@ -25,11 +25,10 @@ from compaction.archive import (
     backend_has,
     entry_id,
 )
-from tests.corpus import corpus_files, load
+from tests.corpus import load, require_corpus
 
 SESSION = "claudecode_cctrace__f33cdb42.json"
 PRESETS = ["default", "trpc", "langchain", "deepagents"]
-HAVE_SESSION = any(p.name == SESSION for p in corpus_files())
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,9 +43,9 @@ def run_once(preset: str, window: int = 8000) -> str:
     return json.dumps({"report": report, "archive": entries}, sort_keys=True, ensure_ascii=False)
 
 
-@pytest.mark.skipif(not HAVE_SESSION, reason="shared corpus (../shared/corpus) not present")
 @pytest.mark.parametrize("preset", PRESETS)
 def test_three_simulate_runs_are_byte_identical(preset):
+    require_corpus(SESSION)
     first, second, third = (run_once(preset) for _ in range(3))
     report = json.loads(first)["report"]
     assert report["compactions"], "the session must compact for the comparison to mean anything"
@@ -54,9 +53,9 @@ def test_three_simulate_runs_are_byte_identical(preset):
     assert first == second == third
 
 
-@pytest.mark.skipif(not HAVE_SESSION, reason="shared corpus (../shared/corpus) not present")
 def test_another_process_with_another_hash_seed_gives_the_same_bytes():
     """Set iteration order changes with PYTHONHASHSEED; nothing written may depend on it."""
+    require_corpus(SESSION)
     script = ("import sys; from tests.engine.test_determinism import run_once; "
               "sys.stdout.write(run_once('default'))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(ROOT))

@@ -5,7 +5,7 @@ import pytest
 
 from compaction.errors import SessionValidationError
 from compaction.messages import load_session_file, validate_session, wrap_originals
-from tests.corpus import corpus_files, load
+from tests.corpus import corpus_files, load, require_corpus
 
 
 def call(cid, name="bash", args='{"cmd": "ls"}'):
@@ -13,9 +13,8 @@ def call(cid, name="bash", args='{"cmd": "ls"}'):
 
 
 def test_every_corpus_session_is_accepted():
+    require_corpus()
     files = corpus_files()
-    if not files:
-        pytest.skip("shared corpus not present")
     for path in files:
         load_session_file(load(path.name), source=path.name)
 

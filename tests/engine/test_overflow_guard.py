@@ -5,6 +5,7 @@ import pytest
 
 from compaction import Compactor, Outcome, get_preset
 from compaction.policy import Policy
+from compaction.run_context import as_messages
 from compaction.session import CompactionSession
 from compaction.simulate import run_simulation
 from tests.engine.helpers import coding_run, tool_round
@@ -82,3 +83,52 @@ def test_thresholds_above_the_usable_window_load_with_a_warning(name):
 def test_the_replay_report_carries_the_warnings():
     report = run_simulation(coding_run(rounds=2), policy()).to_dict()
     assert any("1,000,000" in w for w in report["warnings"])
+
+
+# The edge the guard must hold: window 4,000 with 1,000 reserved for output leaves 3,000 usable.
+EDGE_POLICY = {"counter": "approx", "context_window": 4000, "reserved_output_tokens": 1000,
+               "trigger": HIGH_TRIGGER}
+
+
+def _context_of(total: int, compactor: Compactor) -> list[dict]:
+    """A coding run padded (in its last user message) to exactly ``total`` tokens."""
+    base = coding_run(rounds=12, output_chars=400)
+
+    def padded(pad: int) -> tuple[list[dict], int]:
+        msgs = base + [{"role": "user", "content": "next " + "w" * pad}]
+        return msgs, sum(t.total for t in compactor.counter.count_many(as_messages(msgs)))
+
+    low, high = 0, 40_000            # the count grows with the padding: search for the exact total
+    while low < high:
+        mid = (low + high) // 2
+        if padded(mid)[1] < total:
+            low = mid + 1
+        else:
+            high = mid
+    msgs, got = padded(low)
+    assert got == total, f"could not build a context of exactly {total} tokens (got {got})"
+    return msgs
+
+
+def test_a_context_just_over_the_usable_window_but_under_the_whole_window_is_compacted():
+    """3,049 tokens against a 3,000-token usable window (4,000 minus 1,000 reserved): the call
+    would leave no room for the answer, so the guard compacts even though the whole window
+    would hold it; 3,000 exactly fits and is left alone."""
+    compactor = Compactor(Policy.load(EDGE_POLICY))
+    over = compactor.compact(_context_of(3049, compactor))
+    assert isinstance(over, Outcome), f"3,049 tokens against 3,000 usable was skipped: {over}"
+    assert over.trigger["kind"] == "overflow_guard"
+    assert "usable window 3,000" in over.trigger["reason"]
+    assert over.tokens_after["total"] <= 3000
+    fits = Compactor(Policy.load(EDGE_POLICY)).compact(_context_of(3000, compactor))
+    assert not isinstance(fits, Outcome)
+
+
+def test_the_agent_loop_guard_uses_the_usable_window_too():
+    compactor = Compactor(Policy.load(EDGE_POLICY))
+    session = CompactionSession(Policy.load(EDGE_POLICY))
+    session.extend(_context_of(3049, compactor))
+    assert session.total_tokens == 3049 and session.usable_window == 3000
+    out = session.before_model_call()
+    assert isinstance(out, Outcome) and out.trigger["kind"] == "overflow_guard"
+    assert session.total_tokens <= 3000

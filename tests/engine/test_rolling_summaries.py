@@ -15,11 +15,10 @@ from compaction import CompactionSession, Compactor, get_preset
 from compaction.context import render_messages
 from compaction.cut import pinned_indices
 from compaction.messages import Message, Provenance, wrap_originals
-from tests.corpus import corpus_files, load
+from tests.corpus import load, require_corpus
 from tests.engine.helpers import chat, coding_run
 
 SESSION = "claudecode_cctrace__f33cdb42.json"
-HAVE_SESSION = any(p.name == SESSION for p in corpus_files())
 SUMMARY_OPEN = re.compile(r"\[Conversation summary #(\d+)\]")
 
 
@@ -37,9 +36,9 @@ def summaries_in(context: list[dict]) -> list[int]:
     return [int(n) for n in SUMMARY_OPEN.findall(text)]
 
 
-@pytest.mark.skipif(not HAVE_SESSION, reason="shared corpus (../shared/corpus) not present")
 @pytest.mark.parametrize("injection", ["system", "user", "first_user"])
 def test_at_most_one_summary_is_ever_sent(injection):
+    require_corpus(SESSION)
     data = load(SESSION)
     session = CompactionSession(trpc(injection), session_id="roll", tools=data.get("tools"))
     most = 0
@@ -58,10 +57,10 @@ def test_at_most_one_summary_is_ever_sent(injection):
     assert session.replay() == data["messages"]
 
 
-@pytest.mark.skipif(not HAVE_SESSION, reason="shared corpus (../shared/corpus) not present")
 def test_the_issue_reproduction_ends_with_one_summary_in_the_system_message():
     """`replay ... --preset trpc --context-window 8000 --trigger-tokens 6000` used to end with
     five summaries in the system message and a 12.7k peak in an 8k window."""
+    require_corpus(SESSION)
     data = load(SESSION)
     session = CompactionSession(trpc("system"), session_id="roll")
     for raw in data["messages"]:

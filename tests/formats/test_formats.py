@@ -16,9 +16,10 @@ from compaction.formats import (
     detect_format,
 )
 from compaction.messages import validate_session
+from tests.corpus import CORPUS_DIR as CORPUS
+from tests.corpus import require_corpus
 
 FIX = Path(__file__).parent / "fixtures"
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
 
 def read(name: str) -> bytes:
@@ -139,9 +140,8 @@ def test_bad_encoding():
 
 
 def test_corpus_session_through_openai():
+    require_corpus()
     files = sorted(CORPUS.glob("*.json"))
-    if not files:
-        pytest.skip("../shared/corpus not present")
     path = next(p for p in files if "images-in-tool-results" in p.name) if any(
         "images-in-tool-results" in p.name for p in files) else files[0]
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -154,9 +154,8 @@ def test_corpus_session_through_openai():
 
 
 def test_every_corpus_file_detects_as_openai():
+    require_corpus()
     files = sorted(CORPUS.glob("*.json"))
-    if not files:
-        pytest.skip("../shared/corpus not present")
     for path in files:
         assert detect_format(path.read_bytes()) == "openai", path.name
 

@@ -92,6 +92,8 @@ def test_the_api_reads_and_simulates_a_stored_surrogate_session(client, poisoned
     with django_capture_on_commit_callbacks(execute=True):
         r = client.post(f"/api/sessions/{pk}/compactions", "{}", content_type="application/json", **auth)
     assert r.status_code in (200, 202), r.content
+    run = client.get(f"/api/runs/{r.json()['run_id']}", **auth).json()
+    assert run["status"] == "succeeded", run["error"]
     for path in (f"/api/sessions/{pk}", f"/api/sessions/{pk}/messages", f"/api/sessions/{pk}/context",
                  f"/api/sessions/{pk}/archive", f"/api/sessions/{pk}/runs"):
         r = client.get(path, **auth)

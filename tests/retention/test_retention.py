@@ -16,6 +16,7 @@ from compaction.retention import (
     retention,
 )
 from tests.corpus import CORPUS_DIR as CORPUS
+from tests.corpus import require_corpus
 
 
 def user(text):
@@ -196,9 +197,8 @@ def test_large_span_is_handled():
 
 
 def test_corpus_session_runs():
+    require_corpus()
     files = sorted(CORPUS.glob("*.json"))
-    if not files:
-        pytest.skip("../shared/corpus not present")
     for n, path in enumerate(files):
         messages = json.loads(path.read_text(encoding="utf-8"))["messages"]
         cut = len(messages) * 3 // 4

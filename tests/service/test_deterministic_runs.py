@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 from compaction import CompactionSession, Policy
 from compaction.outcome import Outcome
 from dashboard.models import StoredArchiveEntry
+from tests.corpus import corpus_missing
 from tests.service.helpers import corpus_session
 
 HANDLE = re.compile(r"ar_[0-9a-f]{16}(?:-\d+)?")
@@ -39,9 +38,11 @@ def anonymised(text: str) -> str:
     return HANDLE.sub(lambda m: seen.setdefault(m.group(0), f"<handle {len(seen)}>"), text)
 
 
-@pytest.mark.skipif(corpus_session(PREFIX) is None, reason="corpus not available")
 def test_two_sessions_of_one_transcript_get_the_same_context_apart_from_their_own_handles(api):
-    messages = corpus_session(PREFIX)["messages"]
+    data = corpus_session(PREFIX)
+    if data is None:
+        corpus_missing(f"corpus transcript {PREFIX}*")
+    messages = data["messages"]
     first, first_handles, sid, policy = compacted_context(api, messages)
     second, second_handles, _, _ = compacted_context(api, messages)
     assert first_handles and len(first_handles) == len(second_handles)

@@ -13,8 +13,9 @@ from django.test import Client
 from dashboard.brokers import filesystem_transport_options
 from dashboard.celery import use_broker
 from dashboard.models import CompactionRun, RunStatus, Session
-from dashboard.services.runs import request_run
-from tests.service.helpers import chat
+from dashboard.services.runs import force_run, request_run
+from dashboard.services.runs import request as run_requests
+from tests.service.helpers import chat, wait_for
 
 
 @pytest.fixture
@@ -63,6 +64,77 @@ def test_twenty_concurrent_forces_on_one_session_make_one_run(transactional_db, 
     assert {status for status, _ in results} == {202}
     assert len({body["run_id"] for _, body in results}) == 1
     assert sum(body["created"] for _, body in results) == 1
+    assert CompactionRun.objects.filter(session_id=sid).count() == 1
+
+
+def test_a_force_arriving_while_another_holds_the_session_waits_for_it_and_shares_its_run(
+        transactional_db, no_worker, live_api, monkeypatch):
+    """The interleaving the session lock exists for, forced rather than hoped for: the first
+    force has looked for a pending run (none) and not yet inserted its own when the second
+    arrives. The first holds on until the second is blocked on the lock (PostgreSQL: a lock
+    wait in pg_locks; SQLite: inside its BEGIN IMMEDIATE, which waits for the write lock) or
+    has finished. With the lock, the second sees the first's run; without it, the second
+    finds no pending run either and both insert one."""
+    sid = new_session(live_api)
+    session = Session.objects.get(pk=sid)
+    first_checked, second_done, second_begins = threading.Event(), threading.Event(), threading.Event()
+    second_pid: list[int] = []
+    results: dict[str, tuple[int, bool]] = {}
+    errors: list[str] = []
+    real_pending_run = run_requests.pending_run
+
+    def second_blocked() -> bool:
+        if connection.vendor != "postgresql":
+            return second_begins.is_set()
+        if not second_pid:                 # the second force has not connected yet
+            return False
+        with connection.cursor() as cur:   # pg_locks is live (pg_stat_activity is per-transaction)
+            cur.execute("SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", [second_pid[0]])
+            return cur.fetchone()[0] > 0
+
+    def pending_run(s, **kw):
+        found = real_pending_run(s, **kw)
+        if threading.current_thread().name == "first-force":
+            first_checked.set()
+            wait_for(lambda: second_done.is_set() or second_blocked(), timeout=120,
+                     what="the second force to block on the session lock or finish")
+        return found
+
+    monkeypatch.setattr(run_requests, "pending_run", pending_run)
+
+    def notice_begin(execute, sql, params, many, context):
+        if sql.startswith("BEGIN"):
+            second_begins.set()
+        return execute(sql, params, many, context)
+
+    def forcer(name: str) -> None:
+        try:
+            if name == "second-force" and connection.vendor == "postgresql":
+                with connection.cursor() as cur:
+                    cur.execute("SELECT pg_backend_pid()")
+                    second_pid.append(cur.fetchone()[0])
+            with connection.execute_wrapper(notice_begin if name == "second-force" else
+                                            lambda execute, *a: execute(*a)):
+                run, created = force_run(session, reason=name)
+            results[name] = (run.pk, created)
+        except Exception as exc:  # reported below with the thread's name
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        finally:
+            if name == "second-force":
+                second_done.set()
+            connection.close()
+
+    first = threading.Thread(target=forcer, args=("first-force",), name="first-force")
+    first.start()
+    wait_for(first_checked.is_set, timeout=120, what="the first force to check for a pending run")
+    second = threading.Thread(target=forcer, args=("second-force",), name="second-force")
+    second.start()
+    first.join(timeout=180)
+    second.join(timeout=180)
+    assert errors == []
+    assert results["first-force"][1] is True
+    assert results["second-force"] == (results["first-force"][0], False), \
+        "the second force made its own run: it did not wait for the first force's session lock"
     assert CompactionRun.objects.filter(session_id=sid).count() == 1
 
 

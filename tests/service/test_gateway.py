@@ -422,3 +422,27 @@ def test_a_truncated_history_starts_a_new_session_too(gateway, project, llm_serv
     assert raw.headers["x-compaction-forked-from"] == str(sid)
     assert StoredMessage.objects.filter(session_id=sid).count() == 5
     assert [m["content"] for m in llm_server.requests[-1].messages] == ["be brief", "count", "one", "stop"]
+
+
+def test_a_connection_whose_key_is_not_set_or_whose_address_is_private_is_refused_before_any_call(
+        gateway, project, llm_server, settings, monkeypatch):
+    """The operator's connection is the only place a key comes from, and its address is
+    checked every time a model resolves to it: a missing key variable or a loopback address
+    on a connection that does not allow private networks is a 502 naming the connection, and
+    nothing reaches the server behind it (here the scripted server, on loopback)."""
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("must not be sent"), ok("must not be sent"))
+    monkeypatch.delenv("CS_TEST_LLM_KEY_UNSET", raising=False)
+    settings.COMPACTION_CONNECTIONS = [{"name": "keyless", "models": ["openai/*"], "api_base": llm_server.api_base,
+                                        "api_key_env": "CS_TEST_LLM_KEY_UNSET", "allow_private_network": True}]
+    with pytest.raises(openai.InternalServerError) as no_key:
+        oai.chat.completions.create(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+    assert no_key.value.status_code == 502
+    assert "'keyless' has no key" in no_key.value.message and "CS_TEST_LLM_KEY_UNSET" in no_key.value.message
+    settings.COMPACTION_CONNECTIONS = [{"name": "loopback", "models": ["openai/*"], "api_base": llm_server.api_base,
+                                        "api_key_env": "CS_TEST_LLM_KEY"}]
+    with pytest.raises(openai.InternalServerError) as private:
+        oai.chat.completions.create(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+    assert private.value.status_code == 502
+    assert "'loopback' is unusable" in private.value.message and "private" in private.value.message
+    assert not llm_server.requests

@@ -66,8 +66,12 @@ def test_an_append_with_a_lone_surrogate_is_refused_and_the_session_keeps_workin
     assert body["fault"] == "unencodable_text" and body["index"] == 1 and body["field"] == f"messages[1].{field}"
     assert f"{field}: contains a lone surrogate (U+D800) at character {offset}" in body["detail"]
     assert StoredMessage.objects.filter(session_id=sid).count() == len(chat(1))
-    assert api.post(f"/api/sessions/{sid}/compactions", {}).status_code in (200, 202)
-    assert api.post(f"/api/sessions/{sid}/simulate", {}).status_code == 200
+    forced = api.post(f"/api/sessions/{sid}/compactions", {})
+    assert forced.status_code in (200, 202), forced.content
+    run = api.get(f"/api/runs/{forced.json()['run_id']}").json()
+    assert run["status"] in ("succeeded", "skipped") and run["error"] in (None, ""), run
+    simulated = api.post(f"/api/sessions/{sid}/simulate", {})
+    assert simulated.status_code == 200 and simulated.json()["report"]["integrity"]["replay_exact"] is True
 
 
 def test_a_surrogate_pair_escape_is_ordinary_text(api):

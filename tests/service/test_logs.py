@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -108,26 +109,39 @@ def _free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _serve(cmd: list[str], port: int, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    if not _free(port):
-        pytest.skip(f"port {port} is taken")
-    log = tmp_path / "server.log"
+def _free_port() -> int:
+    """A port nothing listens on now (the kernel's pick), so a busy fixed port cannot skip
+    the test."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(cmd: Callable[[int], list[str]], tmp_path: Path) -> tuple[subprocess.Popen, Path, int]:
+    """Start the server on a free port; (process, its log, the port)."""
     env = dict(os.environ, DEBUG="0", DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(REPO),
                DJANGO_SETTINGS_MODULE="dashboard.settings")
     # its own SQLite file: the suite's DATABASE_URL (the PostgreSQL pass) names a database
     # that only exists under pytest-django's test name
     env.pop("DATABASE_URL", None)
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"server exited: {log.read_text()}")
-        if not _free(port):
-            return proc, log
-        time.sleep(0.2)
-    proc.kill()
-    pytest.fail(f"server did not listen on {port}: {log.read_text()}")
+    for attempt in range(3):   # another process may take the port between our pick and the bind
+        port = _free_port()
+        log = tmp_path / f"server-{attempt}.log"
+        proc = subprocess.Popen(cmd(port), cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                if "in use" in log.read_text():
+                    break
+                pytest.fail(f"server exited: {log.read_text()}")
+            if not _free(port):
+                return proc, log, port
+            time.sleep(0.2)
+        else:
+            proc.kill()
+            pytest.fail(f"server did not listen on {port}: {log.read_text()}")
+    pytest.fail("three free ports were taken before the server could bind them")
 
 
 def _get(url: str) -> int:
@@ -138,19 +152,17 @@ def _get(url: str) -> int:
         return e.code
 
 
-SERVERS = {
-    # port from this suite's own range
-    "runserver": (18221, lambda port: [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]),
-    "gunicorn": (18222, lambda port: [sys.executable, "-m", "gunicorn", "dashboard.wsgi", "-b", f"127.0.0.1:{port}",
-                                      "-w", "1", "--access-logfile", "-", "--access-logformat",
-                                      '%(r)s %(s)s q=%(q)s auth=%({authorization}i)s']),
+SERVERS: dict[str, Callable[[int], list[str]]] = {
+    "runserver": lambda port: [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+    "gunicorn": lambda port: [sys.executable, "-m", "gunicorn", "dashboard.wsgi", "-b", f"127.0.0.1:{port}",
+                              "-w", "1", "--access-logfile", "-", "--access-logformat",
+                              '%(r)s %(s)s q=%(q)s auth=%({authorization}i)s'],
 }
 
 
 @pytest.mark.parametrize("server", list(SERVERS))
 def test_the_access_log_of_a_real_server_holds_no_key(tmp_path, server):
-    port, cmd = SERVERS[server]
-    proc, log = _serve(cmd(port), port, tmp_path)
+    proc, log, port = _serve(SERVERS[server], tmp_path)
     try:
         assert _get(f"http://127.0.0.1:{port}/healthz?api_key={SECRET}&probe=1") == 200
         req = urllib.request.Request(f"http://127.0.0.1:{port}/healthz?probe=2",

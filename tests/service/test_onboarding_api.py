@@ -73,14 +73,20 @@ def test_the_upload_the_command_and_the_bulk_import_keep_the_same_metadata(db, p
     assert Session.objects.get(pk=ids[0]).metadata == EXPECTED_METADATA | {"id": "corpus-like-3"}
 
 
-def test_a_force_needs_no_body(api, small_session, client, project):
+def test_a_force_needs_no_body(api, small_session, client, project, django_capture_on_commit_callbacks):
     sid = small_session["id"]
     # as `curl -X POST URL` sends it: no body, no Content-Type
-    r = client.generic("POST", f"/api/sessions/{sid}/compactions", b"", HTTP_AUTHORIZATION=f"Bearer {project.test_key}")
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.generic("POST", f"/api/sessions/{sid}/compactions", b"",
+                           HTTP_AUTHORIZATION=f"Bearer {project.test_key}")
     assert r.status_code in (200, 202), r.content
-    assert r.json()["run_id"] >= 1
+    first = api.get(f"/api/runs/{r.json()['run_id']}").json()
+    assert (first["status"], first["force"]) == ("succeeded", True), first["error"]
+    assert first["tokens_after"]["total"] < first["tokens_before"]["total"]
     again = api.post(f"/api/sessions/{sid}/compactions", "{}")
     assert again.status_code in (200, 202), again.content
+    second = api.get(f"/api/runs/{again.json()['run_id']}").json()
+    assert second["id"] != first["id"] and second["status"] in ("succeeded", "skipped"), second
 
 
 def test_answers_about_sessions_and_runs_link_to_their_dashboard_pages(api, small_session):

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from compaction import compactor
 from compaction.tokens import TiktokenCounter
 from dashboard.models import SessionContext
+from tests.corpus import corpus_missing
 from tests.service.helpers import corpus_session
 from tests.service.test_deterministic_runs import anonymised
 
@@ -49,7 +48,7 @@ def _run(api, messages, monkeypatch, *, stored_counts: bool) -> tuple[dict, str,
 def test_a_run_uses_the_stored_counts_and_gets_what_counting_again_gives(api, monkeypatch):
     data = corpus_session(PREFIX)
     if data is None:
-        pytest.skip(f"corpus transcript {PREFIX} not found (CORPUS_DIR)")
+        corpus_missing(f"corpus transcript {PREFIX}*")
     messages = data["messages"]
     recounted, recounted_context, recounted_chars = _run(api, messages, monkeypatch, stored_counts=False)
     stored, stored_context, stored_chars = _run(api, messages, monkeypatch, stored_counts=True)

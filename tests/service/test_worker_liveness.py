@@ -7,7 +7,7 @@ Tasks go to a filesystem broker no worker reads; "a live worker" is a fresh Work
 (a real worker writes one: tests/service/test_embedded_broker.py checks it)."""
 from __future__ import annotations
 
-import time
+import threading
 from datetime import timedelta
 
 import pytest
@@ -36,6 +36,29 @@ def unread_broker(transactional_db, tmp_path, settings):
     yield
     no_worker.note_gave_up(False)
     workers.clear_cache()
+
+
+@pytest.fixture
+def watched(monkeypatch) -> list[int]:
+    """The ids the no-worker watch was given (the real watch still runs them)."""
+    seen: list[int] = []
+    real = no_worker.watch
+
+    def watch(task_id, wait, on_timeout):
+        seen.append(task_id)
+        real(task_id, wait, on_timeout)
+
+    monkeypatch.setattr(no_worker, "watch", watch)
+    return seen
+
+
+def past_the_wait(settings) -> None:
+    """Return once the no-worker watch has got RUN_NO_WORKER_WAIT past now. It calls back one
+    task at a time in deadline order, so by then the fallback of anything queued before has
+    run to its end: a negative check after this cannot pass by checking too early."""
+    passed = threading.Event()
+    no_worker.watch(-1, settings.RUN_NO_WORKER_WAIT, lambda _id: passed.set())
+    wait_for(passed.is_set, timeout=60, what="the no-worker watch to pass RUN_NO_WORKER_WAIT")
 
 
 def force(api) -> dict:
@@ -70,12 +93,14 @@ def test_a_run_with_no_worker_says_it_waits_then_executes_here_after_the_wait(un
 
 def test_with_the_fallback_off_a_run_keeps_waiting_and_says_the_service_will_not_run_it(unread_broker, settings,
                                                                                           live_api, client,
-                                                                                          django_user_model):
+                                                                                          django_user_model,
+                                                                                          watched):
     settings.RUN_NO_WORKER_FALLBACK = "off"
     ref = force(live_api)
-    time.sleep(2.5)  # longer than RUN_NO_WORKER_WAIT
+    assert ref["run_id"] not in watched, "with the fallback off nothing may schedule the run to execute here"
+    past_the_wait(settings)
     body = run_json(live_api, ref["run_id"])
-    assert body["status"] == "queued"
+    assert body["status"] == "queued" and body["inline"] is False
     assert body["waiting"].startswith("waiting for a worker (none seen for ")
     assert "RUN_NO_WORKER_FALLBACK=off" in body["waiting"] and "celery -A dashboard worker" in body["waiting"]
     op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
@@ -143,9 +168,9 @@ def test_a_sweep_with_no_worker_says_it_waits_then_runs_here_after_the_wait(unre
     assert 'data-testid="sweep-waiting"' not in client.get(f"/sweeps/{sweep.pk}/").content.decode()
 
 
-def test_a_sweep_with_a_live_worker_is_left_to_it(unread_broker, live_api):
+def test_a_sweep_with_a_live_worker_is_left_to_it(unread_broker, live_api, settings, watched):
     WorkerBeat.objects.create(name="w1@test", pid=1)
     sweep = _sweep(live_api)
-    assert sweep.pk not in no_worker.pending()
-    time.sleep(2.5)  # longer than RUN_NO_WORKER_WAIT
+    assert sweep.pk not in watched
+    past_the_wait(settings)
     assert TuningSweep.objects.get(pk=sweep.pk).status == "queued"
