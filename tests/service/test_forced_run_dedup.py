@@ -16,6 +16,9 @@ from dashboard.models import CompactionRun, RunStatus, Session
 from dashboard.services.runs import request_run
 from tests.service.helpers import chat
 
+# PostgreSQL pass: concurrent forces: the row lock that makes them one run
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def no_worker(tmp_path):
