@@ -149,7 +149,15 @@ def wait_scrolled_into_view(page, selector: str, settled_ms: int = 300) -> None:
 
 
 def scroll_to_top(page) -> None:
-    """Scroll to the top at once and wait until the page rests there."""
-    page.evaluate("window.scrollTo({top: 0, left: 0, behavior: 'instant'})")
-    wait_scrolled_into_view(page, "body")
-    page.wait_for_function("() => window.scrollY === 0")
+    """Scroll to the top at once and wait until the page has rested there for ten frames
+    (scrolling again if something still moved it)."""
+    page.wait_for_function("""() => {
+        if (window.scrollY !== 0) {
+            window.scrollTo({top: 0, left: 0, behavior: 'instant'});
+            window.__csTopFrames = 0;
+            return false;
+        }
+        window.__csTopFrames = (window.__csTopFrames || 0) + 1;
+        return window.__csTopFrames >= 10;
+    }""")
+    page.evaluate("delete window.__csTopFrames")
