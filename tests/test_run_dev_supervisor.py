@@ -19,6 +19,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PORT = 18210  # in this worktree's port range
+# every test here serves on PORT: under pytest-xdist they run one after the other on one worker
+pytestmark = pytest.mark.xdist_group("port-18210")
 
 
 def _load_supervisor():
@@ -34,6 +36,8 @@ sup = _load_supervisor()
 
 
 def wait_until(predicate, timeout: float, what: str):
+    """Poll until predicate() is truthy. Deadlines are generous (60 s): a process starting on
+    a loaded machine takes seconds, and a passing test never waits them out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -64,7 +68,7 @@ def running(tmp_path):
         th = threading.Thread(target=s.run, daemon=True)
         th.start()
         made.append((s, th))
-        wait_until(serving, 20, "the web stand-in to serve")
+        wait_until(serving, 60, "the web stand-in to serve")
         return s, web, worker, lines
 
     yield start
@@ -78,7 +82,7 @@ def test_a_killed_worker_is_restarted_and_the_web_server_keeps_serving(running):
     first = worker.pid
     web_pid = web.pid
     os.killpg(first, signal.SIGKILL)
-    wait_until(lambda: worker.pid != first and worker.alive(), 10, "the worker to be restarted")
+    wait_until(lambda: worker.pid != first and worker.alive(), 60, "the worker to be restarted")
     assert any(f"worker (pid {first}) exited with -9; restarting it in 1 s" in line for line in lines), lines
     assert any(line.startswith("worker restarted (pid ") for line in lines), lines
     assert web.alive() and web.pid == web_pid and serving()
@@ -86,7 +90,7 @@ def test_a_killed_worker_is_restarted_and_the_web_server_keeps_serving(running):
 
 def test_a_worker_that_keeps_crashing_is_restarted_with_a_growing_back_off(running):
     s, web, worker, lines = running([sys.executable, "-c", "raise SystemExit(3)"], max_backoff=2.0)
-    wait_until(lambda: worker.restarts >= 3, 20, "three restarts")
+    wait_until(lambda: worker.restarts >= 3, 60, "three restarts")
     delays = [line.split("restarting it in ")[1].split(" s")[0] for line in lines if "restarting it in" in line]
     assert delays[:3] == ["1", "2", "2"]
     assert web.alive() and serving()
@@ -95,7 +99,7 @@ def test_a_worker_that_keeps_crashing_is_restarted_with_a_growing_back_off(runni
 def test_the_web_server_exiting_stops_the_worker_too(running):
     s, web, worker, lines = running([sys.executable, "-c", "import time; time.sleep(600)"])
     os.killpg(web.pid, signal.SIGTERM)
-    wait_until(lambda: not worker.alive(), 35, "the worker to be stopped")
+    wait_until(lambda: not worker.alive(), 60, "the worker to be stopped")
     assert s.exit_code != 0 and any(line.startswith("web exited with") for line in lines)
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", PORT)) != 0

@@ -46,6 +46,16 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}, "locale": "en-US"}
 
 
+@pytest.fixture
+def context(context):
+    """Playwright's 30 s default is short on a loaded machine (two xdist workers, each with a
+    Chromium and a live server, and other work): waits get 90 s. A passing wait returns as
+    soon as its condition holds, so this costs nothing when the machine is quiet."""
+    context.set_default_timeout(90_000)
+    context.set_default_navigation_timeout(90_000)
+    return context
+
+
 # Runs execute inline when their transaction commits, unless a test starts a worker.
 from tests.pages.conftest import _eager_celery  # noqa: E402,F401  (autouse fixture)
 
@@ -113,3 +123,41 @@ def settle(page):
     """Wait for the network to go quiet and the charts on the page to be drawn."""
     page.wait_for_load_state("networkidle")
     page.wait_for_function("() => [...document.querySelectorAll('[data-chart]')].every(e => e.dataset.chartReady)")
+
+
+def wait_scrolled_into_view(page, selector: str, settled_ms: int = 300) -> None:
+    """Wait until the element is in the viewport and the page has stopped scrolling.
+
+    The transcript scrolls smoothly, so the element enters the viewport well before the
+    scroll ends; a test that acts in between (scrolls back, reads coordinates, clicks) races
+    the rest of the animation, which on a busy machine can run for seconds. The position must
+    hold for ``settled_ms`` and for at least ten polled frames."""
+    page.wait_for_function("""([s, ms]) => {
+        const e = document.querySelector(s);
+        if (!e) return false;
+        const y = window.scrollY, now = performance.now();
+        const w = window.__csScrollWatch;
+        if (!w || w.selector !== s || w.y !== y) {
+            window.__csScrollWatch = {selector: s, y: y, since: now, frames: 0};
+            return false;
+        }
+        w.frames += 1;
+        const r = e.getBoundingClientRect();
+        return w.frames >= 10 && now - w.since >= ms && r.top >= 0 && r.top < window.innerHeight;
+    }""", arg=[selector, settled_ms])
+    page.evaluate("delete window.__csScrollWatch")
+
+
+def scroll_to_top(page) -> None:
+    """Scroll to the top at once and wait until the page has rested there for ten frames
+    (scrolling again if something still moved it)."""
+    page.wait_for_function("""() => {
+        if (window.scrollY !== 0) {
+            window.scrollTo({top: 0, left: 0, behavior: 'instant'});
+            window.__csTopFrames = 0;
+            return false;
+        }
+        window.__csTopFrames = (window.__csTopFrames || 0) + 1;
+        return window.__csTopFrames >= 10;
+    }""")
+    page.evaluate("delete window.__csTopFrames")

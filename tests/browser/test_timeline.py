@@ -2,7 +2,7 @@
 scrolls the transcript to that message, loading its page when needed."""
 import pytest
 
-from tests.browser.conftest import settle, shot
+from tests.browser.conftest import scroll_to_top, settle, shot, wait_scrolled_into_view
 from tests.pages import factories
 
 pytestmark = pytest.mark.browser
@@ -44,18 +44,17 @@ def test_clicking_a_bar_scrolls_to_its_message_even_on_a_later_page(page, signed
     assert page.locator("#msg-130").count() == 0  # the first transcript page holds 0-49
     p = point_for(page, 130)
     page.mouse.click(p["x"], p["y"])
-    target = page.locator("#msg-130")
-    target.wait_for(state="visible")
-    page.wait_for_function("() => { const r = document.getElementById('msg-130').getBoundingClientRect();"
-                           " return r.top >= 0 && r.top < window.innerHeight; }")
+    # the scroll is smooth: wait for it to end, or scrolling back below races its last frames
+    wait_scrolled_into_view(page, "#msg-130")
     shot(page, "timeline-click-scrolled")
-    p_small = None
     # and a bar on the loaded page scrolls without another request
-    page.evaluate("window.scrollTo(0, 0)")
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    scroll_to_top(page)
     p_small = point_for(page, 131)
     page.mouse.click(p_small["x"], p_small["y"])
-    page.wait_for_function("() => { const r = document.getElementById('msg-131').getBoundingClientRect();"
-                           " return r.top >= 0 && r.top < window.innerHeight; }")
+    wait_scrolled_into_view(page, "#msg-131")
+    assert not [u for u in requests if "around=" in u], requests
     console.assert_clean()
 
 

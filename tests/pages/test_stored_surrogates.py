@@ -20,6 +20,9 @@ from dashboard.models import (
 from dashboard.services.keys import create_api_key
 from tests.pages import factories
 
+# PostgreSQL pass: text PostgreSQL refuses or stores differently (lone surrogates)
+pytestmark = pytest.mark.postgres
+
 LONE = "\ud800"
 
 

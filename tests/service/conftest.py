@@ -275,8 +275,11 @@ class Worker:
 def start_worker(transactional_db, tmp_path, request):
     """start_worker(broker="filesystem"|"redis", pool="prefork", concurrency=1, redis_url=None) -> Worker.
 
-    The worker shares this test's database and broker; its runs heartbeat every 0.3 s and
-    a run silent for 2 s is treated as lost (so recovery tests finish quickly)."""
+    The worker shares this test's database and broker; its runs heartbeat every 0.3 s, a run
+    silent for 8 s is treated as lost and a run queued for 20 s is sent again (short, so
+    recovery tests finish quickly, yet far above what a loaded machine delays a heartbeat or
+    a worker's start by: with 2 s and 3 s, a run starved of CPU for 2 s was taken from the
+    living worker that held it, and a second worker still starting got a third delivery)."""
     workers: list[Worker] = []
     state: dict = {}
 
@@ -303,9 +306,9 @@ def start_worker(transactional_db, tmp_path, request):
             "DATABASE_URL": database_url_for_workers(),
             "PYTHONPATH": str(REPO),
             "RUN_HEARTBEAT_INTERVAL": "0.3",
-            "RUN_STALE_AFTER": "2",
+            "RUN_STALE_AFTER": "8",
             "RUN_RECOVERY_INTERVAL": "0.5",
-            "RUN_RESEND_AFTER": "3",
+            "RUN_RESEND_AFTER": "20",
             "CS_TEST_LLM_KEY": "test-key",
             "CELERY_TASK_ALWAYS_EAGER": "0",
         })

@@ -14,6 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from dashboard.models import ContextTail, SessionContext
 from dashboard.selectors import sessions as context_selectors
 
+# PostgreSQL pass: the append path's batched writes and query counts
+pytestmark = pytest.mark.postgres
+
 
 def _history(n: int) -> list[dict]:
     """n short messages (a system prompt, then user / assistant turns), far from any trigger."""

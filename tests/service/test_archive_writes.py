@@ -3,12 +3,16 @@ the database in a fixed number of statements inside the write's one transaction;
 engine's events reach the run page in batches, all of them and in order."""
 from __future__ import annotations
 
+import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from compaction.archive import ArchivedItem, ArchiveEntry
 from dashboard.models import ArchiveItem, RunEvent, Session, StoredArchiveEntry
 from dashboard.services.archive import search_text, store_entries
+
+# PostgreSQL pass: archive and event inserts: COPY and multi-row statements on PostgreSQL, statement counts
+pytestmark = pytest.mark.postgres
 
 
 def _inserts(queries, table: str) -> int:

@@ -9,6 +9,9 @@ from dashboard.services.bulk_import import import_many
 from dashboard.services.sessions import convert_payload, import_session
 from tests.service.helpers import chat
 
+# PostgreSQL pass: chunked bulk inserts (COPY on PostgreSQL), all or nothing per chunk
+pytestmark = pytest.mark.postgres
+
 COMPARED = ("message_count", "history_tokens", "context_tokens", "context_messages", "context_version",
             "tokens_since_summary", "messages_since_summary", "open_tool_calls", "tokenizer")
 

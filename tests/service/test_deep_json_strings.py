@@ -42,6 +42,7 @@ def _args(message: dict) -> str:
 
 # -- the REST API ----------------------------------------------------------------------------
 
+@pytest.mark.postgres  # the deep text stored and read back as PostgreSQL keeps it
 def test_the_api_imports_appends_reads_and_compacts_a_session_with_deep_arguments(api, deep):
     r = api.post("/api/sessions", {"messages": deep_history(deep), "title": "deep", "auto_compact": False})
     assert r.status_code == 201, r.content[:300]

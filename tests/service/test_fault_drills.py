@@ -48,6 +48,8 @@ from tests.service.conftest import IN_CI, REPO, database_url_for_workers
 from tests.service.helpers import chat, llm_policy, wait_for
 from tests.support.llm_server import ok, slow
 
+# PostgreSQL pass: fault drills: connection loss (pg_terminate_backend), worker kills, Redis restarts
+pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("fault-drills")]
 FINAL = ("succeeded", "failed", "skipped")
 
 
@@ -124,7 +126,8 @@ def own_redis(tmp_path):
 @pytest.mark.slow
 @pytest.mark.redis
 def test_redis_restarted_while_50_runs_are_queued_loses_none(start_worker, live_api, own_redis):
-    worker = start_worker("redis", concurrency=2, redis_url=own_redis.url)
+    # the messages Redis lost come back by the resend: soon, a duplicate delivery is harmless here
+    worker = start_worker("redis", concurrency=2, redis_url=own_redis.url, RUN_RESEND_AFTER=3)
     sessions = [new_session(live_api, tag=f"s{k}") for k in range(10)]
     os.killpg(worker.proc.pid, signal.SIGSTOP)  # the worker takes nothing while the runs queue up
     try:

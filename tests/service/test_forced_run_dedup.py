@@ -17,6 +17,9 @@ from dashboard.services.runs import force_run, request_run
 from dashboard.services.runs import request as run_requests
 from tests.service.helpers import chat, wait_for
 
+# PostgreSQL pass: concurrent forces: the row lock that makes them one run
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def no_worker(tmp_path):

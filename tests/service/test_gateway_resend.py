@@ -20,6 +20,9 @@ from dashboard.models import GatewayCall, GatewaySession, StoredMessage
 from tests.service import test_gateway
 from tests.support.llm_server import empty, error, garbage, ok
 
+# PostgreSQL pass: gateway continuation: FOR UPDATE OF, twin requests, relaxed commit (synchronous_commit)
+pytestmark = pytest.mark.postgres
+
 gateway = test_gateway.gateway  # the fixture: the scripted server as the operator's upstream
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from dashboard.models import CompactionRun, IdempotencyKey, Session
 from tests.service.conftest import Api
 from tests.service.helpers import chat
+
+# PostgreSQL pass: unique-key conflicts inside a transaction (PostgreSQL aborts the transaction on an error)
+pytestmark = pytest.mark.postgres
 
 KEY = "retry-7f3a"
 

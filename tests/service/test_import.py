@@ -9,6 +9,9 @@ from django.core.management import CommandError, call_command
 from dashboard.models import Session, StoredArchiveEntry, StoredMessage
 from tests.service.helpers import chat, corpus_session
 
+# PostgreSQL pass: imports: COPY of the messages, all or nothing, NUL characters in text
+pytestmark = pytest.mark.postgres
+
 ANTHROPIC = {
     "model": "claude-sonnet-4-5",
     "system": "You are a helpful agent.",

@@ -1,11 +1,11 @@
 """Large imports: refused over IMPORT_MAX_MESSAGES before anything is written, and written a
-chunk at a time with the same stored result as the whole session written at once."""
+chunk at a time with the same stored result as the whole session written at once. In the
+PostgreSQL pass too: there the chunks go out through COPY."""
 from __future__ import annotations
 
 import json
 import threading
 import tracemalloc
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -21,9 +21,10 @@ from dashboard.services.sessions import (
     import_request,
     import_session,
 )
+from tests.corpus import corpus_files, require_corpus
 from tests.service.helpers import chat
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+pytestmark = pytest.mark.postgres
 
 
 def jsonl(n: int) -> str:
@@ -143,10 +144,9 @@ def test_jsonl_text_streamed_in_chunks_is_stored_as_the_parsed_list(project, set
     assert r.session.pk == sid and stored(sid) == expected
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the corpus is not on this machine")
 def test_corpus_files_imported_chunk_by_chunk_are_stored_as_written_whole(project):
-    paths = sorted(CORPUS.glob("*.json"))[:4]
-    assert paths
+    require_corpus()
+    paths = corpus_files()[:4]
     for path in paths:
         for imported in convert_many(path.read_bytes(), source=path.name):
             sid, expected = written_whole(project, imported)

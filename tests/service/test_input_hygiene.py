@@ -35,6 +35,7 @@ SURROGATE_CASES = {
 }
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("case", list(SURROGATE_CASES))
 def test_an_import_with_a_lone_surrogate_is_refused_with_index_and_field(api, case):
     message, field, offset = SURROGATE_CASES[case]
@@ -47,6 +48,7 @@ def test_an_import_with_a_lone_surrogate_is_refused_with_index_and_field(api, ca
     assert not Session.objects.exists()
 
 
+@pytest.mark.postgres
 def test_a_jsonl_import_with_a_lone_surrogate_is_refused_naming_the_line(api):
     text = '{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "a' + LONE + '"}\n'
     r = api.post("/api/sessions", {"messages": text.replace("\\ud800", "\ud800")})
@@ -56,6 +58,7 @@ def test_a_jsonl_import_with_a_lone_surrogate_is_refused_naming_the_line(api):
     assert not Session.objects.exists()
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("case", list(SURROGATE_CASES))
 def test_an_append_with_a_lone_surrogate_is_refused_and_the_session_keeps_working(api, case):
     message, field, offset = SURROGATE_CASES[case]
@@ -74,6 +77,7 @@ def test_an_append_with_a_lone_surrogate_is_refused_and_the_session_keeps_workin
     assert simulated.status_code == 200 and simulated.json()["report"]["integrity"]["replay_exact"] is True
 
 
+@pytest.mark.postgres
 def test_a_surrogate_pair_escape_is_ordinary_text(api):
     r = api.post("/api/sessions", _body('[{"role": "user", "content": "smile \\ud83d\\ude00"}]'))
     assert r.status_code == 201, r.content

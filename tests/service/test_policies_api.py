@@ -1,6 +1,8 @@
 """Policies: CRUD with versions, validation naming the field, the active policy."""
 from __future__ import annotations
 
+import pytest
+
 from compaction import PRESETS
 
 
@@ -24,6 +26,7 @@ def test_an_invalid_setting_is_a_422_naming_the_field(api):
     assert api.get("/api/policies").json()["items"] == []
 
 
+@pytest.mark.postgres
 def test_updating_a_policy_makes_a_new_version_and_keeps_the_old_one(api):
     pid = api.post("/api/policies", {"name": "p", "preset": "default"}).json()["id"]
     r = api.put(f"/api/policies/{pid}", {"overrides": {"cut.keep_messages": 9}})
@@ -35,11 +38,13 @@ def test_updating_a_policy_makes_a_new_version_and_keeps_the_old_one(api):
     assert versions[0]["policy"]["cut"]["keep_messages"] == 12 and versions[1]["policy"]["cut"]["keep_messages"] == 9
 
 
+@pytest.mark.postgres
 def test_two_policies_cannot_share_a_name(api):
     api.post("/api/policies", {"name": "same", "preset": "default"})
     assert api.post("/api/policies", {"name": "same", "preset": "trpc"}).status_code == 409
 
 
+@pytest.mark.postgres
 def test_one_policy_is_active_per_project_and_the_active_one_cannot_be_deleted(api):
     a = api.post("/api/policies", {"name": "a", "preset": "default", "activate": True}).json()
     b = api.post("/api/policies", {"name": "b", "preset": "trpc"}).json()

@@ -32,6 +32,7 @@ def imp(api):
     return api.post("/api/sessions", {"messages": chat(3), "auto_compact": False})
 
 
+@pytest.mark.postgres
 def test_forces_over_the_limit_get_429_with_retry_after(api, settings, frozen):
     sid = imp(api).json()["session"]["id"]
     settings.FORCE_RATE_LIMIT = "2/min"
@@ -44,6 +45,7 @@ def test_forces_over_the_limit_get_429_with_retry_after(api, settings, frozen):
     assert CompactionRun.objects.filter(session_id=sid).count() == 2
 
 
+@pytest.mark.postgres
 def test_imports_over_the_limit_get_429_and_write_nothing(api, settings, frozen):
     settings.IMPORT_RATE_LIMIT = "1/hour"
     assert imp(api).status_code == 201
@@ -52,6 +54,7 @@ def test_imports_over_the_limit_get_429_and_write_nothing(api, settings, frozen)
     assert len(api.get("/api/sessions").json()["items"]) == 1
 
 
+@pytest.mark.postgres
 def test_the_limit_is_per_project_and_per_window(api, client, other_project, settings, frozen, monkeypatch,
                                                  django_capture_on_commit_callbacks):
     settings.IMPORT_RATE_LIMIT = "1/min"

@@ -8,6 +8,9 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from dashboard.models import Session, StoredMessage
 from dashboard.services.common import batched_writes, insert_row, insert_rows, lock_row, update_row
 
+# PostgreSQL pass: plain-statement inserts/updates, batched writes and lock_row: one round trip and FOR UPDATE on PostgreSQL
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def session(project):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from compaction import Compactor, Policy, get_preset
@@ -13,6 +14,9 @@ from dashboard.services.archive import BufferedArchive
 from dashboard.services.common import counter_for
 from tests.service.helpers import chat, llm_policy
 from tests.support.llm_server import error, ok
+
+# PostgreSQL pass: the run's claim and commit: row locks and batched writes
+pytestmark = pytest.mark.postgres
 
 
 def force(api, sid, **body):

@@ -1,6 +1,8 @@
 """Sessions over the API: append with the trigger check, history, context, delete."""
 from __future__ import annotations
 
+import pytest
+
 from compaction import get_preset
 from compaction.messages import Message
 from compaction.tokens import MessageCounter, make_counter
@@ -15,6 +17,7 @@ def tokens_policy(threshold: int) -> dict:
     return data
 
 
+@pytest.mark.postgres
 def test_appending_updates_the_totals_by_the_new_messages_tokens(api, small_session):
     sid = small_session["id"]
     new = [{"role": "user", "content": "Now run the tests please."},
@@ -35,6 +38,7 @@ def test_appending_updates_the_totals_by_the_new_messages_tokens(api, small_sess
     assert stored.tokens == counter.count(Message(new[2], "x")).total and len(stored.content_hash) == 64
 
 
+@pytest.mark.postgres
 def test_an_append_that_crosses_the_trigger_queues_an_auto_run_and_says_so(api, project):
     api.post("/api/policies", {"name": "small", "policy": tokens_policy(2500), "activate": True})
     sid = api.post("/api/sessions", {"messages": chat(3)}).json()["session"]["id"]
@@ -50,6 +54,7 @@ def test_an_append_that_crosses_the_trigger_queues_an_auto_run_and_says_so(api, 
     assert ctx["compactions"] == 1 and ctx["tokens"]["total"] < 2500
 
 
+@pytest.mark.postgres
 def test_an_invalid_append_writes_nothing_and_names_the_message(api, small_session):
     sid = small_session["id"]
     r = api.post(f"/api/sessions/{sid}/messages", {"messages": [
@@ -61,6 +66,7 @@ def test_an_invalid_append_writes_nothing_and_names_the_message(api, small_sessi
     assert StoredMessage.objects.filter(session_id=sid).count() == small_session["message_count"]
 
 
+@pytest.mark.postgres
 def test_a_result_for_a_call_made_in_an_earlier_append_is_accepted(api, small_session):
     sid = small_session["id"]
     call = {"role": "assistant", "content": None, "tool_calls": [
@@ -119,6 +125,7 @@ def test_the_session_detail_shows_window_trigger_and_totals(api, small_session):
     assert d["pending_run"] is None and d["policy_name"] == "default"
 
 
+@pytest.mark.postgres
 def test_deleting_a_session_removes_history_runs_and_archive(api, small_session):
     sid = small_session["id"]
     api.post(f"/api/sessions/{sid}/compactions", {})
@@ -165,6 +172,7 @@ def test_an_oversized_tool_result_is_truncated_in_the_context_and_kept_whole_in_
     assert api.get(f"/api/sessions/{sid}/archive/replay").json()["matches_history"] is True
 
 
+@pytest.mark.postgres
 def test_an_append_past_the_usable_window_queues_a_run_even_when_the_trigger_cannot_fire(api, project):
     """A trigger above the window (eino's 160k at a 3,000-token window) never fires; the
     overflow guard compacts the stored context anyway, so the next context fits."""

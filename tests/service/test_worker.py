@@ -20,6 +20,9 @@ from dashboard.services.runs import request_run
 from tests.service.helpers import chat, llm_policy, wait_for
 from tests.support.llm_server import ok, slow
 
+# PostgreSQL pass: real worker processes committing concurrently with the web side; a worker killed mid-run
+pytestmark = pytest.mark.postgres
+
 BROKERS = ["filesystem", pytest.param("redis", marks=pytest.mark.redis)]
 
 

@@ -126,6 +126,7 @@ def test_workers_gone_for_longer_than_the_wait_means_the_run_executes_at_once(un
     assert "none seen for 90 s" in body["inline_reason"]
 
 
+@pytest.mark.postgres
 def test_a_run_silent_for_twelve_seconds_is_requeued_with_the_default_settings(api, small_session,
                                                                               django_capture_on_commit_callbacks):
     session = Session.objects.get(pk=small_session["id"])

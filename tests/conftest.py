@@ -1,0 +1,26 @@
+"""Suite-wide setup that must hold before any test module is imported: under pytest-xdist
+(``make test`` runs ``pytest -n 2``) each worker process gets resources of its own.
+
+- Redis: worker N uses the database TEST_REDIS_URL names plus N (db 3 and 4 by default),
+  so one worker's FLUSHDB never empties the queue of a run the other is waiting for. The
+  variable is rewritten in this process's environment, so worker processes that a test
+  starts inherit the same database.
+- SQLite: the test database is named after the process id (dashboard.settings), so each
+  xdist worker has its own file; PostgreSQL test databases get pytest-django's per-worker
+  suffix (test_<name>_gw0, ...).
+
+Tests that share something fixed (a port, a file outside tmp_path) carry
+``@pytest.mark.xdist_group("<resource>")``; ``--dist loadgroup`` runs a group's tests one
+after the other on one worker.
+"""
+from __future__ import annotations
+
+import os
+
+from tests.support.xdist import redis_url_for_this_worker
+
+# Once per process: a pytest started by a test inherits both variables and must not move on.
+if os.environ.get("CS_TEST_REDIS_WORKER") != os.environ.get("PYTEST_XDIST_WORKER", ""):
+    os.environ["TEST_REDIS_URL"] = redis_url_for_this_worker(
+        os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/3"))
+    os.environ["CS_TEST_REDIS_WORKER"] = os.environ.get("PYTEST_XDIST_WORKER", "")
