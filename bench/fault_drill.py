@@ -62,8 +62,6 @@ import os
 import random
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -80,6 +78,7 @@ import _service as svc  # noqa: E402  (puts the repository on sys.path)
 from dashboard.brokers import filesystem_transport_options  # noqa: E402
 from dashboard.celery import use_broker  # noqa: E402
 from tests.support.llm_server import ScriptedLLMServer, ok  # noqa: E402
+from tests.support.own_redis import OwnRedis, free_port  # noqa: E402
 
 FINAL = ("succeeded", "failed", "skipped")
 
@@ -101,39 +100,6 @@ def pool_pids(pid: int) -> list[int]:
 
 def start_worker(env: dict, log: Path, name: str, concurrency: int):
     return svc.start_worker(env, log, concurrency, name=name, timeout=120)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class OwnRedis:
-    """A redis-server of the drill's own (no persistence: a restart loses every message)."""
-
-    def __init__(self, folder: Path):
-        self.folder, self.port = folder, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> OwnRedis:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not listen on {self.port}")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
 
 class Terminator:

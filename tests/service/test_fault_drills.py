@@ -22,7 +22,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -47,6 +46,7 @@ from dashboard.services.runs import request_run
 from tests.service.conftest import IN_CI, REPO, database_url_for_workers
 from tests.service.helpers import chat, llm_policy, wait_for
 from tests.support.llm_server import ok, slow
+from tests.support.own_redis import OwnRedis, free_port
 
 # PostgreSQL pass: fault drills: connection loss (pg_terminate_backend), worker kills, Redis restarts
 pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("fault-drills")]
@@ -83,33 +83,6 @@ def assert_exactly_once(api, run_ids: list[int]) -> Counter:
 
 
 # -- Redis restarted while runs are queued ------------------------------------------------------
-
-class OwnRedis:
-    """A redis-server without persistence: a restart loses every queued message."""
-
-    def __init__(self, folder: Path):
-        self.folder, self.port = folder, free_port()
-        self.proc: subprocess.Popen | None = None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> OwnRedis:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not listen on {self.port}")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
 
 @pytest.fixture
 def own_redis(tmp_path):
@@ -472,12 +445,6 @@ class WebServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
