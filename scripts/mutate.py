@@ -59,7 +59,8 @@ TARGETS: dict[str, Target] = {
     "text_repair": Target("dashboard/text_repair.py", (
         "tests/pages/test_text_repair.py", "tests/pages/test_stored_surrogates.py")),
     "archive": Target("compaction/archive.py", (
-        "tests/engine/test_archive.py", "tests/reduction/test_archive_tools.py", "tests/engine/test_history_runs.py",
+        "tests/engine/test_archive.py", "tests/engine/test_archive_handles.py", "tests/reduction/test_archive_tools.py",
+        "tests/engine/test_history_runs.py",
         "tests/engine/test_token_tailoring.py")),
     "upstream": Target("dashboard/gateway/upstream.py", (
         "tests/service/test_gateway.py", "tests/service/test_connections.py")),
