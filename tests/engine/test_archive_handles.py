@@ -3,6 +3,7 @@ names one entry and stays the same run after run, what is stored reads back fiel
 and an unreadable file says where it is broken (test_archive.py covers replay)."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -17,6 +18,7 @@ from compaction.archive import (
     entry_id,
     item_for,
     items_hash,
+    replay,
     write_entries,
 )
 from compaction.errors import ArchiveError, CompactionError
@@ -239,3 +241,38 @@ def test_an_unreadable_archive_line_names_its_file_and_line(tmp_path, line):
         archive.entry_ids("s")
     with pytest.raises(ArchiveError, match=where):
         archive.entries("s")
+
+
+def test_a_stored_content_hash_is_the_sha256_of_each_canonical_item_and_a_newline():
+    """Entries written by earlier versions are verified against this hash on every read, so
+    its recipe cannot change."""
+    a, b = _items()
+    assert items_hash([a, b]) == hashlib.sha256(f"{a.canonical}\n{b.canonical}\n".encode()).hexdigest()
+    odd = ArchivedItem("m", 0, {"role": "user", "content": "naïve ☃"})
+    assert items_hash([odd]) == hashlib.sha256((odd.canonical + "\n").encode("utf-8")).hexdigest()
+
+
+def test_replay_skips_engine_written_items_and_accepts_an_original_archived_twice_alike():
+    msgs = wrap_originals([{"role": "user", "content": f"u{i}"} for i in range(4)])
+    ack = ArchivedItem("m_ack", None, {"role": "assistant", "content": "noted"})
+    entries = [
+        ArchiveEntry("ar_1", "s", "evicted", [ack, item_for(msgs[0]), item_for(msgs[1])]),
+        ArchiveEntry("ar_2", "s", "evicted", [item_for(msgs[1]), item_for(msgs[2])]),  # msgs[1] again, same
+    ]
+    assert replay(entries, msgs[3:]) == [m.raw for m in msgs]
+
+
+def test_replay_ignores_a_live_copy_that_is_not_the_original_even_with_its_ordinal():
+    msgs = wrap_originals([{"role": "user", "content": "keep the tests green"},
+                           {"role": "assistant", "content": "ok"}])
+    copy = Message({"role": "user", "content": "[earlier request] keep the tests green"}, "m_p0",
+                   Provenance.PRESERVED, 0)
+    entries = [ArchiveEntry("ar_1", "s", "evicted", [item_for(msgs[0])])]
+    assert replay(entries, [copy, msgs[1]]) == [m.raw for m in msgs]
+
+
+def test_a_replay_gap_names_the_first_ten_missing_positions():
+    msgs = wrap_originals([{"role": "user", "content": f"u{i}"} for i in range(14)])
+    with pytest.raises(ArchiveError) as err:
+        replay([], msgs[12:])
+    assert str(err.value) == f"replay is missing original message(s) at position(s) {list(range(10))}"
