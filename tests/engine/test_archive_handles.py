@@ -216,15 +216,18 @@ def test_the_file_archive_writes_one_line_per_entry_and_lists_handles_without_ha
     archive.write(ArchiveEntry("ar_1", "s", "evicted", _items()))
     archive.write_many([ArchiveEntry("ar_2", "s", "evicted", _items(start=2)),
                         ArchiveEntry("ar_3", "t", "evicted", _items()),
-                        ArchiveEntry("ar_4", "s", "previous_summary", _items(start=4))])
+                        ArchiveEntry("ar_4", "s", "previous_summary", _items([{"role": "user", "content": "naïve"}], 4))])
     lines = archive.path("s").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["ar_1", "ar_2", "ar_4"]
     assert all(", " not in line and '": ' not in line for line in lines)  # compact separators
     assert [e.id for e in archive.entries("t")] == ["ar_3"]
     with archive.path("s").open("a", encoding="utf-8") as fh:
-        fh.write("\n   \n")
-    assert archive.entry_ids("s") == {"ar_1", "ar_2", "ar_4"}
-    assert [e.id for e in archive.entries("s")] == ["ar_1", "ar_2", "ar_4"]
+        fh.write("\n   \n")  # blank lines (an editor, a crash between lines) are skipped, not the end
+    archive.write(ArchiveEntry("ar_5", "s", "evicted", _items([{"role": "user", "content": "résumé ☃"}], 6)))
+    assert archive.entry_ids("s") == {"ar_1", "ar_2", "ar_4", "ar_5"}
+    assert [e.id for e in archive.entries("s")] == ["ar_1", "ar_2", "ar_4", "ar_5"]
+    stored = archive.path("s").read_text(encoding="utf-8")
+    assert "naïve" in stored and "résumé ☃" in stored  # stored as text a person can grep, not as escapes
     assert archive.get("s", "ar_2").items[0].ordinal == 2
     with pytest.raises(ArchiveError, match="no archive entry 'ar_3' in session 's'"):
         archive.get("s", "ar_3")
