@@ -47,6 +47,8 @@ def test_reads_outside_a_counting_block_count_nowhere_and_blocks_do_not_share_co
 def test_a_stored_context_text_is_served_repaired_and_compact_or_as_it_was():
     assert repaired_json_text(LONE) == '{"content":"a\\ufffdb","name":"\\ufffd\\ufffd"}'
     assert repaired_json_text('[1, "\\uD800"]') == '[1,"\\ufffd"]'
+    stored = json.dumps(["\ud800", "ok"])  # how the database holds one: a lower-case escape
+    assert stored == '["\\ud800", "ok"]' and repaired_json_text(stored) == '["\\ufffd","ok"]'
     assert repaired_json_text(PAIR) == PAIR  # nothing lone: the stored text, spacing and all
     spaced = '{"content": "plain"}'
     assert repaired_json_text(spaced) == spaced
