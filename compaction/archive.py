@@ -294,7 +294,7 @@ class FileArchive:
                     continue
                 try:
                     out.append(ArchiveEntry.from_dict(json.loads(line)))
-                except (ValueError, KeyError) as exc:
+                except (ValueError, KeyError, TypeError) as exc:  # TypeError: JSON that is not an entry object
                     raise ArchiveError(f"{p}:{n}: unreadable archive line ({exc})") from exc
         return out
 

@@ -41,8 +41,12 @@ TARGETS: dict[str, Target] = {
     "cut": Target("compaction/cut.py", (
         "tests/engine/test_cut.py", "tests/engine/test_cut_rules.py", "tests/engine/test_landing_target.py",
         "tests/engine/test_overflow_guard.py")),
+    # the selector's own tests (seconds) and a slice of the page routes: the whole route table
+    # (tests/pages/test_access_control.py) takes 12 minutes per mutant on the shared machine
     "access": Target("dashboard/selectors/access.py", (
-        "tests/pages/test_access_control.py", "tests/service/test_memberships.py")),
+        "tests/pages/test_access_selectors.py",
+        "tests/pages/test_access_control.py::test_a_viewer_cannot_upload_into_the_project",
+        "tests/pages/test_access_control.py::test_creating_a_project_makes_the_creator_its_owner")),
     "connections": Target("dashboard/services/connections.py", (
         "tests/service/test_connections.py",
         "tests/service/test_gateway.py::test_a_prefixed_model_goes_through_the_operators_connection_with_its_key",
@@ -53,9 +57,10 @@ TARGETS: dict[str, Target] = {
     "textsize": Target("compaction/textsize.py", (
         "tests/engine/test_tokens.py", "tests/engine/test_input_hygiene.py", "tests/service/test_input_hygiene.py")),
     "text_repair": Target("dashboard/text_repair.py", (
-        "tests/pages/test_stored_surrogates.py",)),
+        "tests/pages/test_text_repair.py", "tests/pages/test_stored_surrogates.py")),
     "archive": Target("compaction/archive.py", (
-        "tests/engine/test_archive.py", "tests/reduction/test_archive_tools.py", "tests/engine/test_history_runs.py",
+        "tests/engine/test_archive.py", "tests/engine/test_archive_handles.py", "tests/reduction/test_archive_tools.py",
+        "tests/engine/test_history_runs.py",
         "tests/engine/test_token_tailoring.py")),
     "upstream": Target("dashboard/gateway/upstream.py", (
         "tests/service/test_gateway.py", "tests/service/test_connections.py")),
