@@ -530,6 +530,8 @@ def test_appends_and_gateway_calls_while_the_web_connections_are_terminated_stor
                         reply = post_until_answered(client, "/v1/chat/completions", body, 200, failures,
                                                     headers={"X-Session-Id": "drill-agent"})
                         history.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"]})
+                # the idle one above and more while requests came and went (no count after this:
+                # with no request running, there may be no connection left to terminate)
                 wait_for(lambda: killer.terminated >= 5, timeout=60, what="5 web connections terminated")
             # the last call's write, after its answer, lands on a healthy connection
             body = {"model": "openai/gpt-4o-mini", "messages": [*history, {"role": "user", "content": "last"}]}
@@ -553,5 +555,4 @@ def test_appends_and_gateway_calls_while_the_web_connections_are_terminated_stor
 
     raws = wait_for(agent_session, timeout=60, what="the gateway to store the last call")
     assert [(m["role"], m["content"]) for m in raws] == [(m["role"], m["content"]) for m in history]
-    assert killer.terminated >= 6
     assert web.proc.poll() is None
