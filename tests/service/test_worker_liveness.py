@@ -52,6 +52,25 @@ def watched(monkeypatch) -> list[int]:
     return seen
 
 
+@pytest.fixture
+def held_fallback(monkeypatch):
+    """Set it to let a due no-worker fallback run. Until then the real watch's callback waits, so
+    a test's look at the "waiting" note cannot come after the fallback on a loaded machine, where
+    the 1.5 s wait can pass between two lines of the test."""
+    release = threading.Event()
+    real = no_worker.watch
+
+    def watch(task_id, wait, on_timeout):
+        def held(due_id):
+            release.wait(timeout=120)
+            on_timeout(due_id)
+        real(task_id, wait, held)
+
+    monkeypatch.setattr(no_worker, "watch", watch)
+    yield release
+    release.set()
+
+
 def past_the_wait(settings) -> None:
     """Return once the no-worker watch has got RUN_NO_WORKER_WAIT past now. It calls back one
     task at a time in deadline order, so by then the fallback of anything queued before has
@@ -75,12 +94,14 @@ def run_json(api, run_id: int) -> dict:
     return api.get(f"/api/runs/{run_id}").json()
 
 
-def test_a_run_with_no_worker_says_it_waits_then_executes_here_after_the_wait(unread_broker, live_api):
+def test_a_run_with_no_worker_says_it_waits_then_executes_here_after_the_wait(unread_broker, live_api,
+                                                                              held_fallback):
     ref = force(live_api)
     assert ref["status"] == "queued" and ref["inline"] is False
     body = run_json(live_api, ref["run_id"])
     assert body["waiting"].startswith("waiting for a worker (none seen for ")
     assert "runs it itself once it has waited 1.5 s" in body["waiting"]
+    held_fallback.set()
 
     wait_for(lambda: run_json(live_api, ref["run_id"])["status"] == "succeeded", timeout=60,
              what="the no-worker fallback to execute the run")
@@ -151,7 +172,7 @@ def _sweep(api) -> TuningSweep:
 
 
 def test_a_sweep_with_no_worker_says_it_waits_then_runs_here_after_the_wait(unread_broker, live_api, client,
-                                                                              django_user_model):
+                                                                              django_user_model, held_fallback):
     sweep = _sweep(live_api)
     assert TuningSweep.objects.get(pk=sweep.pk).status == "queued"
     op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
@@ -161,6 +182,7 @@ def test_a_sweep_with_no_worker_says_it_waits_then_runs_here_after_the_wait(unre
     page = client.get(f"/sweeps/{sweep.pk}/").content.decode()
     assert 'data-testid="sweep-waiting"' in page and "waiting for a worker (none seen for" in page
     assert "runs it itself once it has waited 1.5 s" in page
+    held_fallback.set()
 
     wait_for(lambda: TuningSweep.objects.get(pk=sweep.pk).status == "done", timeout=90,
              what="the no-worker fallback to run the sweep")
