@@ -460,3 +460,58 @@ def _session(t: _Thread, external_id: str, fmt: FormatName, source: str | None) 
         trace["usage"] = totals
     imported.metadata = {"trace": trace}
     return imported
+
+
+@dataclass
+class Continued:
+    """What new calls add to stored conversations (the OTLP receiver's incremental fold):
+    ``appended[key]`` the messages to append to stored conversation ``key``, ``sessions``
+    the new conversations (their ``external_id`` numbered after the stored ones)."""
+    appended: dict[str, list[RawMessage]]
+    sessions: list[ImportedSession]
+    #: For each stored conversation and new session (by external id): its calls.
+    calls: dict[str, list[Call]]
+
+
+def fold_onto(stored: dict[str, list[RawMessage]], calls: list[Call], fmt: FormatName,
+              source: str | None) -> Continued:
+    """Fold ``calls`` (already free of ones seen before) onto stored conversations, keyed by
+    external id (a group's id, ``id#2``, ...). A call continuing a stored conversation adds
+    only its new messages; other calls start new conversations, as :func:`fold` would."""
+    calls = _unique(calls, source)
+    groups: dict[str, list[Call]] = {}
+    for call in calls:
+        groups.setdefault(call.group, []).append(call)
+    appended: dict[str, list[RawMessage]] = {}
+    by_id: dict[str, list[Call]] = {}
+    sessions: list[ImportedSession] = []
+    for group, group_calls in groups.items():
+        mine: list[_Thread] = []
+        seeded: dict[int, tuple[str, int]] = {}  # id(thread) -> (stored key, stored length)
+        for key, messages in stored.items():
+            if key == group or key.startswith(group + "#"):
+                t = _Thread(group)
+                for m in messages:
+                    t.messages.append(m)
+                    t.keys.append(_key(m))
+                t.settled = len(t.messages)  # stored messages are never rewritten
+                mine.append(t)
+                seeded[id(t)] = (key, len(messages))
+        taken = len(mine)
+        for call in _ordered(group_calls):
+            _place(call, mine)
+        for t in mine:
+            if id(t) in seeded:
+                key, n = seeded[id(t)]
+                if len(t.messages) > n:
+                    appended[key] = t.messages[n:]
+                if t.calls:
+                    by_id[key] = t.calls
+        number = max([1] + [int(k.rpartition("#")[2]) for k in stored
+                            if k.startswith(group + "#") and k.rpartition("#")[2].isdigit()]) if taken else 0
+        for t in mine[taken:]:
+            number += 1
+            external_id = group if number == 1 else f"{group}#{number}"
+            sessions.append(_session(t, external_id, fmt, source))
+            by_id[external_id] = t.calls
+    return Continued(appended=appended, sessions=sessions, calls=by_id)

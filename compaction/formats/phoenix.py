@@ -45,7 +45,7 @@ from ._calls import (
     usage,
 )
 
-_SPAN_KIND = "openinference.span.kind"
+SPAN_KIND = "openinference.span.kind"
 
 
 def flatten(value: Any, prefix: str, out: JSONObject) -> None:
@@ -77,14 +77,22 @@ def _any_value(value: Any) -> Any:
     return None
 
 
+def flatten_kv(raw: Any, out: JSONObject) -> None:
+    """OTLP's key/value list (or a plain dict) into ``out``."""
+    if isinstance(raw, list):
+        for kv in raw:
+            if isinstance(kv, dict) and isinstance(kv.get("key"), str):
+                out[kv["key"]] = _any_value(kv.get("value"))
+    elif isinstance(raw, dict):
+        flatten(raw, "", out)
+
+
 def attributes_of(span: JSONObject) -> JSONObject:
     """The span's attributes as one flat dict of dotted keys."""
     out: JSONObject = {}
     raw = span.get("attributes")
     if isinstance(raw, list):  # OTLP key/value list
-        for kv in raw:
-            if isinstance(kv, dict) and isinstance(kv.get("key"), str):
-                out[kv["key"]] = _any_value(kv.get("value"))
+        flatten_kv(raw, out)
     elif isinstance(raw, dict):
         flatten(raw, "", out)
     for key, value in span.items():  # dataframe columns
@@ -117,7 +125,7 @@ def _is_openinference(obj: Any) -> bool:
     if "span_kind" in obj:
         return True
     keys = attributes_of(obj)
-    return _SPAN_KIND in keys or any(k.startswith(("llm.", "input.value")) for k in keys)
+    return SPAN_KIND in keys or any(k.startswith(("llm.", "input.value")) for k in keys)
 
 
 def _detect(sample: Sample) -> int:
@@ -131,7 +139,7 @@ def _detect(sample: Sample) -> int:
     return NO
 
 
-def _indexed(attrs: JSONObject, prefix: str, what: str) -> list[JSONObject]:
+def indexed(attrs: JSONObject, prefix: str, what: str) -> list[JSONObject]:
     """``prefix.N.rest`` keys as a list of {rest: value}, refusing gaps in N."""
     found: dict[int, JSONObject] = {}
     dotted = prefix + "."
@@ -156,7 +164,7 @@ def _message(fields: JSONObject, what: str, default_role: str) -> RawMessage:
     if role is None:
         raise CallError(f"{what} has no message.role (attributes dropped or cut off?)")
     content: Any = fields.get("message.content")
-    parts = _indexed(fields, "message.contents", what)
+    parts = indexed(fields, "message.contents", what)
     if content is None and parts:
         content = []
         for j, part in enumerate(parts):
@@ -168,7 +176,7 @@ def _message(fields: JSONObject, what: str, default_role: str) -> RawMessage:
             else:
                 raise CallError(f"{what}: content part {j} of type {kind!r} cannot be imported")
     calls = []
-    for tc in _indexed(fields, "message.tool_calls", what):
+    for tc in indexed(fields, "message.tool_calls", what):
         args = tc.get("tool_call.function.arguments")
         calls.append({"id": tc.get("tool_call.id"), "function": {
             "name": tc.get("tool_call.function.name"), "arguments": args if args is not None else "{}"}})
@@ -182,7 +190,7 @@ def _message(fields: JSONObject, what: str, default_role: str) -> RawMessage:
 
 def _messages(attrs: JSONObject, side: str, what: str) -> list[RawMessage]:
     default_role = "user" if side == "input" else "assistant"
-    listed = _indexed(attrs, f"llm.{side}_messages", what)
+    listed = indexed(attrs, f"llm.{side}_messages", what)
     if listed:
         return [_message(m, f"{what} llm.{side}_messages.{i}", default_role) for i, m in enumerate(listed)]
     value = attrs.get(f"{side}.value")
@@ -202,17 +210,18 @@ def _messages(attrs: JSONObject, side: str, what: str) -> list[RawMessage]:
 
 def _tools(attrs: JSONObject, what: str) -> list[JSONObject]:
     schemas = [maybe_json(t.get("tool.json_schema"), f"{what} llm.tools.{i}")
-               for i, t in enumerate(_indexed(attrs, "llm.tools", what))]
+               for i, t in enumerate(indexed(attrs, "llm.tools", what))]
     return tools_of([s for s in schemas if isinstance(s, dict)])
 
 
-def _call(where: str, span: JSONObject) -> Call | None:
+def call_of(where: str, span: JSONObject) -> Call | None:
+    """The model call an LLM span records, None for any other span; a fault raises CallError."""
     span_id = text_id(_span_id(span))
     if span_id is None:
         raise CallError("a span without a span_id")
     what = f"span {span_id}"
     attrs = attributes_of(span)
-    kind = span.get("span_kind") or attrs.get(_SPAN_KIND)
+    kind = span.get("span_kind") or attrs.get(SPAN_KIND)
     if kind != "LLM":
         return None
     messages = _messages(attrs, "input", what)
@@ -240,7 +249,7 @@ def _convert(data: Any, source: str | None, options: Options) -> list[ImportedSe
         if not isinstance(span, dict):
             raise err(f"{where}: expected a span object, got {type(span).__name__}", "not_an_object", source)
         try:
-            call = _call(where, span)
+            call = call_of(where, span)
         except CallError as exc:
             raise fail(exc, where, source) from None
         if call is not None:

@@ -23,7 +23,7 @@ def _storable(value: str | None) -> str | None:
 
 
 Text = Annotated[str, AfterValidator(_storable)]
-Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl", "langfuse", "phoenix", "langsmith"]
+Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl", "langfuse", "phoenix", "langsmith", "otlp"]
 assert set(Format.__args__) == set(FORMATS)  # type: ignore[attr-defined]
 
 
