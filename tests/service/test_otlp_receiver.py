@@ -6,15 +6,18 @@ from __future__ import annotations
 import gzip
 import json
 
+import openai
 import pytest
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 from dashboard.models import Session, StoredMessage, TraceSpan
+from tests.support.llm_server import ScriptedLLMServer, ok, tool_call
 
 SYSTEM = "You are a travel assistant. Use the tools when you need facts."
 U1 = "What's the weather in Lisbon tomorrow?"
@@ -67,6 +70,10 @@ def chat_span(tracer, n: int, conversation: str | None = "lisbon-trip") -> None:
             pass
 
 
+class otel_provider:  # noqa: N801  # the current test's provider (the instrumentation needs it)
+    provider: TracerProvider
+
+
 @pytest.fixture
 def otel(live_server, transactional_db, project):
     """A tracer whose spans go to the live server through the real OTLP/HTTP exporter, and
@@ -77,6 +84,7 @@ def otel(live_server, transactional_db, project):
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     provider.add_span_processor(SimpleSpanProcessor(memory))
+    otel_provider.provider = provider
     yield provider.get_tracer("tests.otlp"), exporter, memory
     provider.shutdown()
 
@@ -237,3 +245,44 @@ def test_an_unserved_content_type_is_a_415(client, project):
     r = client.post("/v1/traces", data=b"x", content_type="text/plain",
                     HTTP_AUTHORIZATION=f"Bearer {project.test_key}")
     assert r.status_code == 415
+
+
+# -- an OpenAI client instrumented by OpenTelemetry's OpenAI instrumentation ---------------------
+
+def test_an_instrumented_openai_client_against_the_scripted_upstream_lands_as_a_session(
+        otel, project, monkeypatch):
+    """opentelemetry-instrumentation-openai-v2 records each chat call (content captured on the
+    span, latest GenAI conventions); two calls of one agent turn, one trace: one session."""
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    tracer, _exporter, memory = otel
+    provider = otel_provider.provider
+    with ScriptedLLMServer() as upstream:
+        upstream.script(ok("", tool_calls=[tool_call("get_weather", ARGS, "call_w1")],
+                           usage={"prompt_tokens": 52, "completion_tokens": 18, "total_tokens": 70}),
+                        ok(A1, usage={"prompt_tokens": 80, "completion_tokens": 14, "total_tokens": 94}))
+        instrumentor = OpenAIInstrumentor()
+        instrumentor.instrument(tracer_provider=provider)
+        try:
+            client = openai.OpenAI(base_url=upstream.api_base, api_key="test-key")
+            messages: list[dict] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": U1}]
+            with tracer.start_as_current_span("invoke_agent travel"):
+                first = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+                call = first.choices[0].message.tool_calls[0]
+                messages += [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": call.id, "type": "function",
+                     "function": {"name": call.function.name, "arguments": call.function.arguments}}]},
+                    {"role": "tool", "tool_call_id": call.id, "content": RESULT}]
+                client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        finally:
+            instrumentor.uninstrument()
+    chat_spans = [s for s in memory.get_finished_spans() if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chat_spans) == 2 and "gen_ai.input.messages" in chat_spans[1].attributes
+    session = Session.objects.get(project=project)
+    stored = [m.raw for m in StoredMessage.objects.filter(session=session).order_by("position")]
+    assert [m["role"] for m in stored] == ["system", "user", "assistant", "tool", "assistant"]
+    assert stored[0]["content"] == SYSTEM and stored[4]["content"] == A1
+    assert stored[2]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert json.loads(stored[2]["tool_calls"][0]["function"]["arguments"]) == ARGS
+    assert session.external_id == format(chat_spans[0].context.trace_id, "032x")
+    assert sorted(TraceSpan.objects.values_list("input_tokens", "output_tokens")) == [(52, 18), (80, 14)]
