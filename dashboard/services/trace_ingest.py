@@ -6,14 +6,16 @@ what is new and where it goes. A span id already stored for the project (``Trace
 nothing, so an exporter's retry of a batch changes nothing. Each conversation of a request
 is written in its own savepoint: a conversation whose spans cannot be folded (a bad span, a
 tool result without its call, the same id with two contents) is refused whole, the others
-are stored, and the answer's ``partial_success`` counts the refused spans and says why.
+are stored, and the answer's ``partial_success`` counts the refused spans and says why. Two
+requests carrying one conversation at once: the one that loses the race on the session's
+external id or a span id reads again and adds only what is still new.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from compaction.errors import SessionValidationError
@@ -21,9 +23,11 @@ from compaction.formats._calls import Call, CallError, fold_onto
 from compaction.formats.otlp import call_of, spans_of
 
 from ..models import Project, Session, StoredMessage, TraceSpan
-from . import ServiceError
+from . import Conflict, ServiceError
 from .sessions import append_messages, import_session
 
+#: Tries of one conversation's write when a concurrent request wrote it first.
+_ATTEMPTS = 3
 #: Why-texts kept in one answer (a batch of thousands of bad spans says the first few).
 MAX_REASONS = 5
 
@@ -66,11 +70,19 @@ def ingest(project: Project, request: dict[str, Any]) -> IngestResult:
     for call in calls:
         groups.setdefault(call.group, []).append(call)
     for group, group_calls in groups.items():
-        try:
-            with transaction.atomic():
-                _store_group(project, group, group_calls, result)
-        except (SessionValidationError, ServiceError) as exc:
-            result.refuse(len(group_calls), f"conversation {group}: {exc}")
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with transaction.atomic():
+                    _store_group(project, group, group_calls, result)
+                break
+            except (Conflict, IntegrityError) as exc:
+                # Another request stored this conversation (or these spans) meanwhile: read
+                # again, and what it stored is no longer new.
+                if attempt == _ATTEMPTS:
+                    result.refuse(len(group_calls), f"conversation {group}: {exc}")
+            except (SessionValidationError, ServiceError) as exc:
+                result.refuse(len(group_calls), f"conversation {group}: {exc}")
+                break
     return result
 
 

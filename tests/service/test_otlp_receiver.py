@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
+import urllib.request
 
 import openai
 import pytest
@@ -89,6 +91,7 @@ def otel(live_server, transactional_db, project):
     provider.shutdown()
 
 
+@pytest.mark.postgres
 def test_the_sdk_exporter_sends_a_conversation_that_becomes_one_session(otel, project):
     tracer, exporter, memory = otel
     for n in range(3):  # three calls, each exported as its own request
@@ -177,6 +180,7 @@ def test_older_spans_with_indexed_attributes_and_events_fold_the_same_way(client
     assert [m.raw for m in StoredMessage.objects.filter(session=session).order_by("position")] == EXPECTED[:5]
 
 
+@pytest.mark.postgres
 def test_a_batch_with_a_bad_span_stores_the_rest_and_answers_partial_success(client, project):
     good = json_span("1111111111111111", {
         "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-good",
@@ -195,6 +199,7 @@ def test_a_batch_with_a_bad_span_stores_the_rest_and_answers_partial_success(cli
     assert TraceSpan.objects.get().span_id == "1111111111111111"
 
 
+@pytest.mark.postgres
 def test_a_tool_result_without_its_call_refuses_that_conversation_whole(client, project):
     spans = [json_span("3333333333333333", {
         "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "c-orphan",
@@ -286,3 +291,35 @@ def test_an_instrumented_openai_client_against_the_scripted_upstream_lands_as_a_
     assert json.loads(stored[2]["tool_calls"][0]["function"]["arguments"]) == ARGS
     assert session.external_id == format(chat_spans[0].context.trace_id, "032x")
     assert sorted(TraceSpan.objects.values_list("input_tokens", "output_tokens")) == [(52, 18), (80, 14)]
+
+
+@pytest.mark.postgres
+def test_two_exporters_sending_one_new_conversation_at_once_make_one_session(live_server, transactional_db,
+                                                                             project):
+    """Both requests find no session; the one that loses the race on the external id reads
+    again and finds its spans stored: no refusal, nothing twice."""
+    spans = [json_span(f"77777777777777{n:02d}", {
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "race",
+        "gen_ai.input.messages": json.dumps([P[k] for k in CALLS[n][0]]),
+        "gen_ai.output.messages": json.dumps([P[CALLS[n][1]]])}, start=1_741_082_400_000_000_000 + n)
+        for n in range(3)]
+    body = json.dumps(otlp_json(spans)).encode()
+    barrier = threading.Barrier(2)
+    answers: list[tuple[int, bytes]] = []
+
+    def send() -> None:
+        barrier.wait()
+        request = urllib.request.Request(f"{live_server.url}/v1/traces", data=body, method="POST", headers={
+            "Content-Type": "application/json", "Authorization": f"Bearer {project.test_key}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answers.append((response.status, response.read()))
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == [(200, b"{}"), (200, b"{}")]
+    session = Session.objects.get(project=project)
+    assert StoredMessage.objects.filter(session=session).count() == 6
+    assert TraceSpan.objects.count() == 3
