@@ -136,6 +136,11 @@ def maybe_json(value: Any, what: str) -> Any:
                         "it was cut off (a tracer's attribute or field size limit?)") from None
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "\u2026"
+
+
 def timestamp(value: Any, what: str) -> float | None:
     """Seconds since the epoch from an ISO 8601 string ("2024-05-29 13:46:19.963000",
     "...T...Z", an offset) or a number (seconds, milliseconds, microseconds or nanoseconds,
@@ -145,9 +150,12 @@ def timestamp(value: Any, what: str) -> float | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise CallError(f"{what} {_shown(value)} is not a time") from None
         if not math.isfinite(number) or number < 0:
-            raise CallError(f"{what} {value!r} is not a time")
+            raise CallError(f"{what} {_shown(value)} is not a time")
         # Nanoseconds, microseconds and milliseconds since 1970 are this large for any time
         # after 1973; seconds stay below 1e11 until the year 5138.
         for floor, per_second in ((1e17, 1e9), (1e14, 1e6), (1e11, 1e3)):
@@ -166,11 +174,11 @@ def timestamp(value: Any, what: str) -> float | None:
         try:
             moment = datetime.fromisoformat(text)
         except ValueError:
-            raise CallError(f"{what} {value!r} is not a time") from None
+            raise CallError(f"{what} {_shown(value)} is not a time") from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         return moment.timestamp()
-    raise CallError(f"{what} {value!r} is not a time")
+    raise CallError(f"{what} {_shown(value)} is not a time")
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -335,8 +343,8 @@ def _key(m: RawMessage) -> tuple[Any, ...]:
     for c in m.get("tool_calls") or []:
         fn = c.get("function") or {}
         args = fn.get("arguments")
-        try:
-            args = json.dumps(json.loads(args), sort_keys=True) if isinstance(args, str) else args
+        try:  # the same arguments written with other spacing or key order are the same call
+            args = json.dumps(jsontext.loads(args), sort_keys=True) if isinstance(args, str) else args
         except ValueError:
             pass
         calls.append((c.get("id"), fn.get("name"), args))
