@@ -114,6 +114,12 @@ def _flatten(data: Any, source: str | None) -> tuple[list[tuple[str, JSONObject]
     return traces, observations
 
 
+def _is_chat(value: Any) -> bool:
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m for m in value)
+
+
 def _answer(value: Any, what: str) -> list[Any]:
     value = maybe_json(value, what)
     if isinstance(value, dict) and isinstance(value.get("choices"), list):  # a whole completion
@@ -130,6 +136,8 @@ def _call(where: str, obj: JSONObject, kind: str, session_of: dict[str, str]) ->
     trace_id = text_id(pick(obj, "traceId", "trace_id")) if kind == "observation" else ident
     what = f"{kind} {ident}"
     raw_input = maybe_json(obj.get("input"), f"{what} input")
+    if kind == "trace" and not _is_chat(raw_input):
+        return None  # a trace's input is whatever the app passed in: a call only when it is a chat
     messages = chat_messages(raw_input, f"{what} input")
     if not messages:
         if kind == "trace":

@@ -213,3 +213,22 @@ def test_an_unreadable_start_time_is_refused_naming_the_run():
     with pytest.raises(SessionValidationError) as exc:
         convert_many(as_jsonl(runs))
     assert exc.value.fault == "bad_span" and "yesterday" in str(exc.value) and runs[1]["id"] in str(exc.value)
+
+
+def test_traces_alone_count_as_calls_when_their_input_is_a_chat_and_give_sessions_to_observations():
+    """The traces table's export: a trace whose observations are not in the file is one call
+    when its input is a message list; a trace whose observations are present only lends them
+    its session id (here the blob export's rows, stripped of their own session id)."""
+    download = json.loads(read("langfuse_trace.json"))
+    chat_trace = dict(download["trace"], id="trace-chat", sessionId=None,
+                      input=[{"role": "user", "content": "Hi"}], output={"role": "assistant", "content": "Hello!"})
+    plain_trace = dict(download["trace"], id="trace-plain", input={"question": "no chat here"})
+    records = lines("langfuse_observations_v2.jsonl")
+    for r in records:
+        del r["session_id"]
+    traces = [dict(download["trace"], id=r["trace_id"]) for r in records]  # sessionId "lisbon-trip"
+    sessions = convert_many(as_jsonl([chat_trace, plain_trace, *traces, *records]), source="mixed.jsonl")
+    by_id = {s.external_id: s for s in sessions}
+    assert set(by_id) == {"trace-chat", "lisbon-trip"}
+    assert [m["content"] for m in by_id["trace-chat"].messages] == ["Hi", "Hello!"]
+    assert list(by_id["lisbon-trip"].messages) == WHOLE
