@@ -232,3 +232,20 @@ def test_traces_alone_count_as_calls_when_their_input_is_a_chat_and_give_session
     assert set(by_id) == {"trace-chat", "lisbon-trip"}
     assert [m["content"] for m in by_id["trace-chat"].messages] == ["Hi", "Hello!"]
     assert list(by_id["lisbon-trip"].messages) == WHOLE
+
+
+def test_a_langsmith_run_tree_with_messages_as_dicts_is_read():
+    """A root run with ``child_runs`` (a run tree), messages in ``messages_to_dict`` form."""
+    llm = {"id": "r-llm", "name": "ChatAnthropic", "run_type": "llm", "trace_id": "r-root",
+           "start_time": "2025-03-04T10:00:00.5", "end_time": "2025-03-04T10:00:01",
+           "inputs": {"messages": [[{"type": "system", "data": {"content": SYSTEM}},
+                                    {"type": "human", "data": {"content": "Hi"}}]]},
+           "outputs": {"generations": [[{"text": "Hello!", "type": "ChatGeneration",
+                                         "message": {"type": "ai", "data": {"content": "Hello!"}}}]]},
+           "extra": {"invocation_params": {"model": "claude-sonnet-4-5"}}}
+    root = {"id": "r-root", "name": "agent", "run_type": "chain", "trace_id": "r-root", "inputs": {"q": "Hi"},
+            "outputs": {"a": "Hello!"}, "start_time": "2025-03-04T10:00:00", "child_runs": [llm]}
+    [session] = convert_many(json.dumps(root))
+    assert session.format == "langsmith" and session.external_id == "r-root" and session.model == "claude-sonnet-4-5"
+    assert list(session.messages) == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi"},
+                                      {"role": "assistant", "content": "Hello!"}]
