@@ -14,6 +14,8 @@ Fault = Literal[
     # import formats (compaction.formats)
     "bad_encoding", "bad_json", "empty", "unknown_format", "many_sessions", "bad_system", "bad_block",
     "bad_image", "bad_document", "bad_tool_result", "bad_record", "too_many_messages",
+    # trace exports (compaction.formats: spans, runs, observations)
+    "bad_span", "duplicate_span", "no_messages",
     # agent-framework integrations (compaction.integrations)
     "unconvertible_message",
 ]

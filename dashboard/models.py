@@ -266,6 +266,23 @@ class Session(models.Model):
         cls.objects.filter(pk=session_id, active_run_id=run_id).update(active_run_id=None)
 
 
+class TraceSpan(models.Model):
+    """A model-call span the OTLP receiver (``POST /v1/traces``) folded into a session. An
+    exporter resends a batch it got no answer for; a span id stored here adds nothing the
+    second time. Keeps the provider's token counts beside the session's own estimate."""
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trace_spans")
+    span_id = models.CharField(max_length=64)
+    trace_id = models.CharField(max_length=64, blank=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="trace_spans")
+    model = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, help_text="The provider's count (gen_ai.usage.input_tokens).")
+    output_tokens = models.PositiveIntegerField(null=True, help_text="The provider's count (gen_ai.usage.output_tokens).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "span_id"], name="trace_span_unique")]
+
+
 class StoredMessage(models.Model):
     """One original message; ``raw`` is the exact OpenAI dict (content, tool calls...)."""
 

@@ -13,6 +13,7 @@ from django.views.generic import RedirectView
 from .api import api
 from .gateway.anthropic_views import messages as anthropic_messages
 from .gateway.views import chat_completions, responses_compact, responses_not_served
+from .otlp.views import traces as otlp_traces
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -30,6 +31,7 @@ urlpatterns = [
     path("v1/responses", responses_not_served, name="gateway-responses"),
     path("v1/responses/<path:rest>", responses_not_served),
     path("v1/messages", anthropic_messages, name="gateway-messages"),
+    path("v1/traces", otlp_traces, name="otlp-traces"),
     path("admin/", admin.site.urls),
 ]
 

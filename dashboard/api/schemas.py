@@ -23,7 +23,7 @@ def _storable(value: str | None) -> str | None:
 
 
 Text = Annotated[str, AfterValidator(_storable)]
-Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl"]
+Format = Literal["openai", "openai_jsonl", "anthropic", "claude_code_jsonl", "langfuse", "phoenix", "langsmith", "otlp"]
 assert set(Format.__args__) == set(FORMATS)  # type: ignore[attr-defined]
 
 
@@ -77,7 +77,8 @@ class RunRef(Schema):
 class SessionImportIn(Input):
     messages: list[dict[str, Any]] | str = Field(
         description="The session: a list of messages (OpenAI chat, Anthropic Messages, or Claude Code records), "
-                    "or JSONL text (one OpenAI message or Claude Code record per line).")
+                    "a trace export's records (Langfuse observations, Phoenix spans, LangSmith runs), or JSONL "
+                    "text (one OpenAI message, Claude Code record or trace record per line).")
     tools: list[dict[str, Any]] | None = Field(None, description="Tool schemas (OpenAI or Anthropic shape).")
     system: str | list[dict[str, Any]] | None = Field(None, description="Anthropic system prompt.")
     title: Annotated[Text, Field(max_length=500)] | None = None

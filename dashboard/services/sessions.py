@@ -110,6 +110,11 @@ class WriteResult:
 
 # -- conversion ---------------------------------------------------------------------------
 
+#: Formats whose ``messages`` in an API body are chat messages (wrapped with ``tools`` and
+#: ``system``); every other format reads the list as its own records.
+MESSAGE_LIST_FORMATS = frozenset({"openai", "openai_jsonl", "anthropic"})
+
+
 def convert_payload(messages: Any, *, tools: list | None = None, system: Any = None, format: str | None = None,
                     title: str | None = None, external_id: str | None = None, model: str | None = None,
                     source: str | None = None, metadata: dict | None = None) -> ImportedSession:
@@ -124,8 +129,8 @@ def convert_payload(messages: Any, *, tools: list | None = None, system: Any = N
             fmt = format
             if fmt is None and isinstance(messages, list) and messages:
                 fmt = detect_format(messages)
-            if fmt == "claude_code_jsonl":
-                payload = messages
+            if fmt not in MESSAGE_LIST_FORMATS:
+                payload = messages  # records (Claude Code lines, trace spans, runs), not messages
             else:
                 payload = {"messages": messages}
                 if tools:

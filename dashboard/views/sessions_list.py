@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from compaction.formats import FORMAT_LABELS as FORMAT_NAMES
 from compaction.formats import FORMATS
 
 from ..models import Project
@@ -32,13 +33,8 @@ from ._common import (
     safe_next,
 )
 
-FORMAT_LABELS = {
-    "": "Detect automatically",
-    "openai": "OpenAI chat JSON (a session object, a message list, or a list of sessions)",
-    "openai_jsonl": "OpenAI JSONL (one message per line)",
-    "anthropic": "Anthropic Messages (tool_use / tool_result blocks)",
-    "claude_code_jsonl": "Claude Code session JSONL",
-}
+# Each import format names itself (compaction.formats); "" lets the server detect it.
+FORMAT_LABELS = {"": "Detect automatically", **FORMAT_NAMES}
 
 
 def _list_context(request: HttpRequest, project: Project | None) -> dict[str, Any]:

@@ -28,6 +28,35 @@ def test_each_import_format_uploads(web, project, name, fmt):
     assert s.source_format == fmt and s.message_count > 0
 
 
+@pytest.mark.parametrize("name, fmt", [("traces/langfuse_observations_v2.jsonl", "langfuse"),
+                                       ("traces/phoenix_spans.json", "phoenix"),
+                                       ("traces/langsmith_runs.jsonl", "langsmith")])
+def test_a_trace_export_is_detected_and_uploads_as_its_conversation(web, project, name, fmt):
+    r = upload(web, name)
+    assert 'data-testid="upload-ok"' in r.content.decode()
+    s = Session.objects.get(project=project)
+    assert (s.source_format, s.external_id, s.message_count) == (fmt, "lisbon-trip", 7)
+    assert s.metadata["trace"]["usage"] == {"input_tokens": 233, "output_tokens": 43}
+
+
+def test_the_upload_form_offers_the_trace_formats(web, project):
+    html = web.get(reverse("pages:sessions")).content.decode()
+    for fmt in ("langfuse", "phoenix", "langsmith"):
+        assert f'value="{fmt}"' in html
+
+
+def test_a_trace_export_with_one_bad_span_imports_nothing(web, project):
+    page = json.loads((FIXTURES / "traces" / "phoenix_spans.json").read_bytes())
+    llm = next(s for s in page["data"] if s["span_kind"] == "LLM")
+    llm["attributes"] = {k: v for k, v in llm["attributes"].items()
+                         if not k.startswith(("llm.input_messages", "input."))}
+    files = [SimpleUploadedFile("good.jsonl", (FIXTURES / "traces" / "langsmith_runs.jsonl").read_bytes()),
+             SimpleUploadedFile("spans.json", json.dumps(page).encode())]
+    html = web.post(reverse("pages:upload"), {"file": files}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Nothing was imported" in html and "spans.json" in html and llm["context"]["span_id"] in html
+    assert not Session.objects.exists()
+
+
 def test_an_explicit_format_and_title_are_used(web, project):
     upload(web, "openai.jsonl", format="openai_jsonl", title="my title")
     assert Session.objects.get(project=project).title == "my title"

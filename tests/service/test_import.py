@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -159,6 +160,31 @@ def test_import_sessions_command_reads_every_format(db, tmp_path, capsys):
     assert "Imported 6 session(s) into project 'cli'" in out
     formats = sorted(Session.objects.values_list("source_format", flat=True))
     assert formats == ["anthropic", "claude_code_jsonl", "openai", "openai", "openai", "openai_jsonl"]
+
+
+def test_import_sessions_command_reads_trace_exports(db, tmp_path, capsys):
+    traces = Path(__file__).resolve().parents[1] / "formats" / "fixtures" / "traces"
+    files = [str(traces / n) for n in ("langfuse_trace.json", "phoenix_spans_dataframe.jsonl",
+                                       "langsmith_wrap_openai.json")]
+    for n, path in enumerate(files):  # one project each: they record the same conversation
+        call_command("import_sessions", path, "--project", f"cli-{n}", "--no-progress")
+    rows = sorted(Session.objects.values_list("source_format", "external_id", "message_count"))
+    assert rows == [("langfuse", "lisbon-trip", 5), ("langsmith", "lisbon-trip", 7), ("phoenix", "lisbon-trip", 7)]
+    # the conversation's id is its external_id: a second export of it is not a second session
+    with pytest.raises(CommandError):
+        call_command("import_sessions", files[1], "--project", "cli-0", "--no-progress")
+    assert "lisbon-trip' already exists" in capsys.readouterr().err
+    call_command("import_sessions", files[1], "--project", "cli-0", "--no-progress", "--skip-existing")
+    assert Session.objects.count() == 3
+
+
+def test_the_api_imports_a_list_of_spans_with_their_format(api):
+    traces = Path(__file__).resolve().parents[1] / "formats" / "fixtures" / "traces"
+    spans = json.loads((traces / "phoenix_spans.json").read_bytes())["data"]
+    r = api.post("/api/sessions", {"messages": spans, "format": "phoenix"})
+    assert r.status_code == 201, r.content
+    s = r.json()["session"]
+    assert (s["format"], s["external_id"], s["message_count"]) == ("phoenix", "lisbon-trip", 7)
 
 
 def test_import_sessions_command_shows_a_progress_bar(db, tmp_path, capsys):
