@@ -199,8 +199,24 @@ def _read(body: ChatBody, chains: Chains, candidates: list[GatewaySession]) -> _
             return _Resends(cand)
     if not candidates:
         return None
-    latest = max(candidates, key=lambda c: c.pk)
-    return _compared(body, latest)
+    return _diverging(body, candidates)
+
+
+def _diverging(body: ChatBody, candidates: list[GatewaySession]) -> _Resends | _Forks:
+    """Where the request leaves the identity's latest session, or the session that one was
+    forked from when the request leaves both at the same message or earlier (so a second
+    change at a message already changed once forks from the session that had it first)."""
+    by_session = {c.session_id: c for c in candidates}
+    gw = max(candidates, key=lambda c: c.pk)
+    found = _compared(body, gw)
+    while (isinstance(found, _Forks) and gw.forked_at is not None and found.at <= gw.forked_at
+           and gw.forked_from_id in by_session):
+        parent = by_session[gw.forked_from_id]  # type: ignore[index]
+        earlier = _compared(body, parent)
+        if isinstance(earlier, _Forks) and earlier.at < found.at:
+            break
+        gw, found = parent, earlier
+    return found
 
 
 def _compared(body: ChatBody, gw: GatewaySession) -> _Resends | _Forks:
