@@ -112,11 +112,17 @@ def lock_identity(project_id: int, identity: str) -> None:
     nothing), and a statement run after its lock is granted sees every committed session.
     On SQLite the row lock is the database's write lock, which the gateway's transaction
     takes as it starts (transaction_mode IMMEDIATE)."""
-    rows = GatewayIdentity.objects.filter(project_id=project_id, identity=identity).values_list("pk", flat=True)
+    q = connection.ops.quote_name
+    # a plain statement: this runs on every call, and the ORM took longer to build it than
+    # the database takes to answer it
+    sql = (f"SELECT {q('id')} FROM {q(GatewayIdentity._meta.db_table)} "
+           f"WHERE {q('project_id')} = %s AND {q('identity')} = %s")
     if connection.features.has_select_for_update:
-        rows = rows.select_for_update()
-    if list(rows[:1]):
-        return
-    GatewayIdentity.objects.bulk_create([GatewayIdentity(project_id=project_id, identity=identity)],
-                                        ignore_conflicts=True)
-    list(rows[:1])  # waits for a concurrent first request's commit, then holds the lock
+        sql += " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project_id, identity])
+        if cursor.fetchone() is not None:
+            return
+        GatewayIdentity.objects.bulk_create([GatewayIdentity(project_id=project_id, identity=identity)],
+                                            ignore_conflicts=True)
+        cursor.execute(sql, [project_id, identity])  # waits for a concurrent first request's commit, then holds the lock

@@ -233,9 +233,10 @@ def _compared(body: ChatBody, gw: GatewaySession) -> _Resends | _Forks:
         m += 1
     if m == n:  # a shorter copy of the stored history: the client resends an earlier point
         return _Resends(gw)
-    # m < k here: a request holding the whole stored history extends it
-    mine = digest(sent[m])
-    back = next((j for j in range(m + 1, k) if stored[j] == mine), None)
+    # m < k here: a request holding the whole stored history extends it. Removed messages:
+    # the request goes on from m as the stored history goes on from a later position.
+    rest = [digest(raw) for raw in sent[m:]]
+    back = next((j for j in range(m + 1, k) if stored[j:j + len(rest)] == rest[:k - j]), None)
     if back is not None:
         what = f"message #{m} was removed" if back == m + 1 else f"messages #{m} to #{back - 1} were removed"
     elif sent[m].get("role") == "assistant" and rows[m][0] == "assistant":
