@@ -25,8 +25,8 @@ def _conversation(oai: openai.OpenAI, server) -> tuple[int, int]:
     h = {"X-Session-Id": "release-planner"}
     history = [{"role": "system", "content": "You plan software releases."},
                {"role": "user", "content": "Plan the 2.0 release: freeze, tag, publish."}]
-    for i, (answer, follow_up) in enumerate([("Freeze Monday, tag Thursday, publish Friday.", "Who signs the tag?"),
-                                             ("The release manager signs it.", "And the changelog?")]):
+    for answer, follow_up in [("Freeze Monday, tag Thursday, publish Friday.", "Who signs the tag?"),
+                              ("The release manager signs it.", "And the changelog?")]:
         server.script(ok(answer))
         raw = oai.chat.completions.with_raw_response.create(model="gpt-4o", messages=history, extra_headers=h,
                                                             user="maria")
