@@ -18,7 +18,7 @@ from dashboard.models import GatewaySession, Session, StoredMessage
 from dashboard.selectors import overview as O
 from tests.service import test_gateway
 from tests.support import gateway_writes
-from tests.support.llm_server import ok, slow
+from tests.support.llm_server import ok, slow, tool_call
 from tests.support.parallel_calls import send_together
 
 gateway = test_gateway.gateway  # the fixture: the scripted server as the operator's upstream
@@ -232,3 +232,30 @@ def test_a_stream_cancelled_at_any_point_then_resent_stays_in_its_session(gatewa
     assert int(headers["x-compaction-session"]) == sid and "x-compaction-forked-from" not in headers
     assert _contents(sid) == ["tell me a story", "once", "go on", "upon a time", "and then?", "the end"]
     assert GatewaySession.objects.filter(project=project).count() == 1
+
+
+def test_an_agent_that_retries_every_call_stays_one_session_through_compactions(gateway, project, llm_server):
+    """Every call sent twice (the second time after the first one's reply was stored), over
+    enough turns that the policy compacts: one session, no fork, and each retry's upstream
+    context ends where the client's history ends, without the reply stored before it."""
+    oai = _sdk(gateway, project)
+    history: list[dict] = [{"role": "system", "content": "You are a careful coding agent."},
+                           {"role": "user", "content": "Read every module of the project and summarise it."}]
+    sid = None
+    for i in range(24):
+        call = tool_call("read_file", {"path": f"src/module_{i}.py"}, f"call_{i}")
+        llm_server.script(ok("", tool_calls=[call]), ok("", tool_calls=[call]))
+        for _attempt in range(2):
+            raw, headers = _call(oai, history, "retrying-agent", tools=test_gateway.TOOLS)
+            assert "x-compaction-forked-from" not in headers, headers.get("x-compaction-notice")
+            sid = sid or int(headers["x-compaction-session"])
+            assert int(headers["x-compaction-session"]) == sid
+            sent = llm_server.requests[-1].messages
+            assert sent[-1].get("content") == history[-1]["content"], "the context ends where the client's does"
+        message = raw.parse().choices[0].message.model_dump(exclude_none=True)
+        history += [message, {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"],
+                              "content": test_gateway._tool_output(i)}]
+    assert Session.objects.get(pk=sid).compaction_count >= 1, "the policy compacted along the way"
+    assert GatewaySession.objects.filter(project=project).count() == 1
+    assert len(_contents(sid)) == len(history) - 1, "each reply stored once"
+    assert O.gateway_traffic(project).forks == 0
