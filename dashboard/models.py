@@ -737,12 +737,40 @@ class GatewaySession(models.Model):
     raw_length = models.PositiveBigIntegerField(default=0)
     raw_digest = models.CharField(max_length=64, blank=True, default="")
     raw_chain = models.CharField(max_length=64, blank=True, default="")
+    # the running digest of the first ``stored_count - 1`` messages: a request that resends the
+    # history without its last message (a retry or "regenerate" after the reply was stored)
+    # is recognised without reading the history
+    prev_chain = models.CharField(max_length=64, blank=True, default="")
     forked_from = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # A fork: the position of the first message that differs from ``forked_from``'s history,
+    # what changed there ("message #12 was edited"), and the session its fork tree started
+    # from (the sessions list groups a tree under it).
+    forked_at = models.PositiveIntegerField(null=True, blank=True)
+    fork_reason = models.CharField(max_length=300, blank=True, default="")
+    fork_root = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="fork_tree")
+    # what the identity came from ("X-Session-Id", "metadata.session_id", "user", "leading
+    # messages") and the request's ``user``, shown beside the session's title
+    identity_source = models.CharField(max_length=40, blank=True, default="")
+    client_user = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         indexes = [models.Index(fields=["project", "identity", "-id"], name="gateway_identity")]
+
+
+class GatewayIdentity(models.Model):
+    """One identity of the gateway's clients in one project (``GatewaySession.identity``),
+    one row each (a unique constraint): the row every request of that identity locks before
+    it reads the identity's sessions, so two requests of one conversation, even its very
+    first ones, are placed one after the other (see ``gateway.identity``)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    identity = models.CharField(max_length=600)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "identity"], name="gateway_identity_unique")]
 
 
 class WorkerBeat(models.Model):

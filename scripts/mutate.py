@@ -65,7 +65,8 @@ TARGETS: dict[str, Target] = {
     "upstream": Target("dashboard/gateway/upstream.py", (
         "tests/service/test_gateway.py", "tests/service/test_connections.py")),
     "identity": Target("dashboard/gateway/identity.py", (
-        "tests/service/test_gateway.py", "tests/service/test_gateway_resend.py")),
+        "tests/service/test_gateway.py", "tests/service/test_gateway_resend.py",
+        "tests/service/test_gateway_one_session.py", "tests/pages/test_gateway_sessions.py")),
     "compactor": Target("compaction/compactor.py", (
         "tests/engine/test_overflow_guard.py", "tests/engine/test_compactor.py", "tests/engine/test_landing_target.py")),
 }

@@ -1,5 +1,5 @@
 """The gateway rows of one identity, with their sessions and the policies those sessions
-read, locked, in one statement built once.
+read, locked, in one statement built once; and the identity's own row, locked first.
 
 Every chat completion starts here, so this is the gateway's hottest read. The ORM built
 the same five-table ``select_related`` query again on each call, and that took three
@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection, models
 
-from ..models import GatewaySession, Project, Session, StoredPolicy
+from ..models import GatewayIdentity, GatewaySession, Project, Session, StoredPolicy
 
 
 @dataclass(frozen=True)
@@ -98,3 +98,31 @@ def locked(project_id: int, identity: str, limit: int) -> list[GatewaySession]:
         gw.session = session
         out.append(gw)
     return out
+
+
+def lock_identity(project_id: int, identity: str) -> None:
+    """Hold the identity's row lock until the transaction ends, making the row first when
+    the identity is new.
+
+    Locking the sessions alone cannot serialise an identity's requests: before its first
+    session exists there is nothing to lock, and a request waiting on the sessions' locks
+    still reads the identity's sessions as they were when it started waiting, not the one
+    the request ahead of it created. The identity's row is there for the first request
+    (its unique constraint makes a concurrent insert wait for the first to commit, then do
+    nothing), and a statement run after its lock is granted sees every committed session.
+    On SQLite the row lock is the database's write lock, which the gateway's transaction
+    takes as it starts (transaction_mode IMMEDIATE)."""
+    q = connection.ops.quote_name
+    # a plain statement: this runs on every call, and the ORM took longer to build it than
+    # the database takes to answer it
+    sql = (f"SELECT {q('id')} FROM {q(GatewayIdentity._meta.db_table)} "
+           f"WHERE {q('project_id')} = %s AND {q('identity')} = %s")
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project_id, identity])
+        if cursor.fetchone() is not None:
+            return
+        GatewayIdentity.objects.bulk_create([GatewayIdentity(project_id=project_id, identity=identity)],
+                                            ignore_conflicts=True)
+        cursor.execute(sql, [project_id, identity])  # waits for a concurrent first request's commit, then holds the lock

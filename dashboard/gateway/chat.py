@@ -21,7 +21,7 @@ from .body import ChatBody
 from .compact import before_call
 from .errors import GatewayError, project_gone
 from .identity import Placement, place, store_reply
-from .live import forwarded
+from .live import Forwarded, forwarded
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -72,16 +72,22 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         upstream.refuse_remote_images(up, body.messages)
     upstream.check_window(body.model, lambda: policy_for(project, body.model).context_window)
     placement = place(project, body, session_header)
-    try:
-        session, run = before_call(placement.session, placement.policy, overrides)
-    except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
-        Prepared(body, up, placement, placement.session, None, "[]", started=started,
-                 endpoint=endpoint).record(exc.status)
-        raise
-    # The live context is the stored texts plus the tail rows appended since (read in one
-    # statement, so a commit in between cannot tear it): the texts alone would miss the
-    # newest messages.
-    live = forwarded(session.pk)
+    if placement.resent is not None:
+        # a resend of an earlier point of the history (identity): nothing new was stored,
+        # so nothing is due, and the upstream is sent the live context as it was there
+        session, run = placement.session, None
+        live: Forwarded | None = placement.resent
+    else:
+        try:
+            session, run = before_call(placement.session, placement.policy, overrides)
+        except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
+            Prepared(body, up, placement, placement.session, None, "[]", started=started,
+                     endpoint=endpoint).record(exc.status)
+            raise
+        # The live context is the stored texts plus the tail rows appended since (read in one
+        # statement, so a commit in between cannot tear it): the texts alone would miss the
+        # newest messages.
+        live = forwarded(session.pk)
     if live is None:
         raise GatewayError(500, f"session {session.pk} has no live context", type="server_error")
     if live.broken:
@@ -95,8 +101,8 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         headers["X-Compaction-Run"] = str(run.pk)
     if placement.created and placement.forked_from is not None:
         headers["X-Compaction-Forked-From"] = str(placement.forked_from)
-        headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} (an "
-                                          f"earlier message was edited or removed); it started session {session.pk}")
+        headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} "
+                                          f"({placement.fork_reason}); it started session {session.pk}")
     return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint)
 
 
@@ -157,7 +163,7 @@ def _store_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | 
                  answered: float | None = None) -> None:
     """The reply and the call's row, in one transaction, where the request left the history."""
     store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
-                at=prep.placement.gateway.stored_count, then=lambda: prep.record(200, usage, upstream_s, answered))
+                at=prep.placement.at, then=lambda: prep.record(200, usage, upstream_s, answered))
 
 
 def store_after_sent(prep: Prepared) -> None:

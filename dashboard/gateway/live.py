@@ -20,6 +20,10 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from compaction.context import render_messages
+from compaction.messages import Message
+
+from ..models import SessionContext
 from ..text_repair import repaired_json_text
 from .wire import pair_state, wire_form
 
@@ -102,3 +106,29 @@ def _keep(session_id: int, entry: Forwarded) -> Forwarded:
             _, dropped = _CACHE.popitem(last=False)
             total -= len(dropped.text)
     return entry
+
+
+def _position(item: dict) -> int:
+    ordinal = item.get("ordinal")
+    return ordinal if isinstance(ordinal, int) else -1
+
+
+def cut_at(session_id: int, n: int, stored: int) -> Forwarded | None:
+    """The wire list of the live context as it was when the history had its first ``n`` of
+    ``stored`` messages (a client resending an earlier point: see ``identity``): the live
+    context without its trailing messages from position ``n`` on. None when those are not
+    all there, verbatim and last (a compaction has folded one into a summary since), or
+    the session has no live context. Read whole and not kept: resends are rare."""
+    ctx = SessionContext.objects.filter(session_id=session_id).first()
+    if ctx is None:
+        return None
+    items = ctx.load_items()
+    keep = len(items)
+    while keep and _position(items[keep - 1]) >= n and items[keep - 1].get("provenance") == "original":
+        keep -= 1
+    if [_position(item) for item in items[keep:]] != list(range(n, stored)):
+        return None
+    fresh = [wire_form(m) for m in render_messages([Message.from_dict(item) for item in items[:keep]])]
+    broken, open_calls = pair_state(fresh, 0, set())
+    text = "[" + ",".join(json.dumps(m, ensure_ascii=False) for m in fresh) + "]"
+    return Forwarded((ctx.version, str(ctx.updated_at)), n, text, len(fresh), broken, frozenset(open_calls))

@@ -1,5 +1,8 @@
 """Reads of the sessions list: search, filters, sort and keyset pages, each row with how
-close the session is to its trigger, its tokens saved and what its import said about it."""
+close the session is to its trigger, its tokens saved and what its import said about it.
+A gateway session shows the identity its client gave, and the sessions forked from it are
+listed under it (grouped under the session their fork tree started from), not as rows of
+their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +16,7 @@ from compaction.triggers import evaluate
 from ..models import Project, Session
 from ..services.sessions import trigger_state
 from .effective_policies import over_threshold_q, policies_by_combo, policy_for
+from .gateway_sessions import Fork, Identity, fork_trees, gateway_row, identity_of
 from .import_metadata import MetadataView, metadata_view
 from .list_filters import ListFilters, session_filter
 from .pagination import keyset_page
@@ -47,6 +51,8 @@ class SessionRow:
     ratio: float
     saved: int
     meta: MetadataView
+    identity: Identity | None = None  # a gateway session's
+    forks: tuple[Fork, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,10 @@ def sessions_page(project: Project, filters: ListFilters, *, cursor: str | None 
     forward, ``prev`` back (opaque tokens holding the sort value and id at the page edge).
     Raises ServiceError on a damaged cursor."""
     policies = policies_by_combo(project)
-    qs = Session.objects.filter(session_filter(project, filters, policies)).select_related("policy")
+    # forks are listed under the session their tree started from (a fork whose root was
+    # deleted is a row of its own)
+    qs = (Session.objects.filter(session_filter(project, filters, policies), gateway__fork_root__isnull=True)
+          .select_related("policy", "gateway"))
     q = filters.q
     if q:
         match = Q(title__icontains=q) | Q(external_id__icontains=q)
@@ -80,9 +89,13 @@ def sessions_page(project: Project, filters: ListFilters, *, cursor: str | None 
     found = keyset_page(qs, "sort_key", descending=sort.startswith("-"), cursor=cursor, prev=prev,
                         limit=limit)
     rows = []
+    trees = fork_trees(s.pk for s in found.items if gateway_row(s) is not None)
     for s in found.items:
         policy = policies.get((s.model, s.policy_id)) or policy_for(project, s.model, s.policy)
         fired = evaluate(policy.trigger, trigger_state(s, policy))
+        gw = gateway_row(s)
         rows.append(SessionRow(session=s, over=fired.fired, reason=fired.reason, policy=policy.name,
-                               ratio=float(s.ratio or 0.0), saved=max(0, int(s.saved)), meta=metadata_view(s)))
+                               ratio=float(s.ratio or 0.0), saved=max(0, int(s.saved)), meta=metadata_view(s),
+                               identity=identity_of(gw, s) if gw is not None else None,
+                               forks=tuple(trees.get(s.pk, ()))))
     return SessionsPage(rows=rows, next_cursor=found.next_cursor, prev_cursor=found.prev_cursor)

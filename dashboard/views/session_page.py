@@ -11,6 +11,7 @@ from compaction import PRESETS
 
 from ..selectors.access import session_for
 from ..selectors.gateway_calls import calls_cost, calls_page
+from ..selectors.gateway_sessions import forks_of, gateway_row, identity_of
 from ..selectors.session_page import (
     message_at,
     message_part,
@@ -36,6 +37,9 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = overview_context(session, request.GET.get("summary_key") or None)
     ctx.update({"nav": "session", "tab": "overview", "presets": list(PRESETS), "dir": "",
                 "page": transcript_page(session, ctx["runs"], _transcript_start(request))})
+    gw = gateway_row(session)
+    if gw is not None:
+        ctx.update(gateway=identity_of(gw, session), forks=forks_of(session))
     ctx["calls_cost"] = calls_cost(session)
     if ctx["calls_cost"] is not None:
         ctx["calls"] = calls_page(session, int_param(request, "calls_before", None))

@@ -234,7 +234,7 @@ def test_an_edited_history_starts_a_new_session_and_leaves_the_stored_one_alone(
     new_sid = int(r3.headers["x-compaction-session"])
     assert new_sid != sid
     assert r3.headers["x-compaction-forked-from"] == str(sid)
-    assert "edited or removed" in r3.headers["x-compaction-notice"]
+    assert "(message #0 was edited)" in r3.headers["x-compaction-notice"]
     after = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
     assert after == before
     assert GatewaySession.objects.get(session_id=new_sid).forked_from_id == sid

@@ -306,7 +306,7 @@ def test_an_edited_history_forks_a_new_session_and_says_so(gateway, project, llm
     raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=64, messages=edited, extra_headers=h)
     assert int(raw.headers["x-compaction-session"]) != sid
     assert raw.headers["x-compaction-forked-from"] == str(sid)
-    assert "edited or removed" in raw.headers["x-compaction-notice"]
+    assert "(message #0 was edited)" in raw.headers["x-compaction-notice"]
     after = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
     assert after == before
     # each call's row names the endpoint the client called

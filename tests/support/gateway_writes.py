@@ -44,9 +44,11 @@ def install(monkeypatch) -> None:
     monkeypatch.setattr(chat, "store_after_sent", tracked_store)
 
 
-def wait(timeout: float = 15.0) -> None:
+def wait(timeout: float = 60.0) -> None:
     """Until every answer's write has run; an AssertionError if one never does (an answer
-    sent without its write is a bug: its reply would be lost until the client resends it)."""
+    sent without its write is a bug: its reply would be lost until the client resends it).
+    The wait ends as soon as the writes are done; the timeout is long because a process's
+    first call imports litellm for the call's price, which takes seconds on a busy machine."""
     with _cv:
         if not _cv.wait_for(lambda: not _pending, timeout):
             raise AssertionError(f"{len(_pending)} gateway answer(s) sent without their reply being stored")
