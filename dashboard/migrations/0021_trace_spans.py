@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0017_gateway_raw_prefix'),
+        ('dashboard', '0018_gateway_one_session'),
     ]
 
     operations = [
