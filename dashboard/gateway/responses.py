@@ -75,7 +75,8 @@ def _usage(run: CompactionRun) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
-def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict[str, int]) -> dict[str, Any]:
+def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict[str, int],
+            stored: int) -> dict[str, Any]:
     live = SessionContext.objects.get(session_id=session.pk).load_items()
     first = live[0] if live else {}
     # The instructions are sent again with the client's next request: not part of the window.
@@ -87,7 +88,8 @@ def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict
     finished = run.finished_at or timezone.now()
     return {"id": f"resp_cs_{session.pk}_{run.pk}", "object": "response.compaction",
             "created_at": int(finished.timestamp()),
-            "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", skip_first=skip_first),
+            "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", run=run.pk, stored=stored,
+                                skip_first=skip_first),
             "usage": {"input_tokens": usage["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens": usage["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}}
@@ -117,7 +119,7 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
                                type="server_error")
         record(failure.status)
         raise failure
-    answer = _answer(session, run, body, usage)
+    answer = _answer(session, run, body, usage, placement.gateway.stored_count)
     record(200)
     headers = {"X-Compaction-Session": str(session.pk), "X-Compaction-Run": str(run.pk),
                "X-Context-Tokens": str(session.context_total)}
