@@ -44,7 +44,7 @@ def install(monkeypatch) -> None:
     monkeypatch.setattr(chat, "store_after_sent", tracked_store)
 
 
-def wait(timeout: float = 15.0) -> None:
+def wait(timeout: float = 60.0) -> None:
     """Until every answer's write has run; an AssertionError if one never does (an answer
     sent without its write is a bug: its reply would be lost until the client resends it)."""
     with _cv:
