@@ -154,5 +154,6 @@ def responses_not_served(request: HttpRequest, rest: str = "") -> HttpResponse:
     except GatewayError as exc:
         return exc.response()
     return GatewayError(404, f"{request.method} {request.path} is not served by this gateway; it serves {SERVED} "
-                             f"(send the whole conversation each time: the gateway keeps and compacts it)",
+                             f"(the gateway keeps each conversation as a session: send it whole, or continue a response by "
+                             f"its previous_response_id)",
                         code="unsupported_endpoint").response()

@@ -4,6 +4,8 @@ as the upstream (over real HTTP; nothing is mocked)."""
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from dashboard.models import CompactionRun, GatewayCall, GatewayResponse, GatewaySession, Session, StoredMessage
 from tests.service import test_gateway
 from tests.service.test_gateway import WINDOW, Client, sdk
+from tests.support import gateway_writes
 from tests.support.llm_server import error, ok, tool_call
 
 gateway = test_gateway.gateway  # the fixture: the scripted server as the operator's upstream
@@ -23,6 +26,10 @@ TOOLS = [{"type": "function", "name": "read_file", "description": "Read a file",
 def _output(i: int) -> str:
     return f"# src/module_{i}.py\n" + "\n".join(f"def helper_{i}_{k}(x):\n    return x * {k}  # line {k}"
                                                 for k in range(40))
+
+
+def oai_for(live_server, project):
+    return sdk(live_server, project.test_key)
 
 
 def _create(oai, stream: bool, **kw):
@@ -79,7 +86,8 @@ def test_a_function_tool_turn_then_its_answer(gateway, project, llm_server, stre
     assert second.usage.input_tokens > 0
 
 
-def test_previous_response_id_continues_the_session_with_only_the_new_input(gateway, project, llm_server):
+def test_previous_response_id_continues_the_session_with_only_the_new_input(gateway, project, other_project,
+                                                                            llm_server):
     oai = sdk(gateway, project.test_key)
     llm_server.script(ok("Hello, Ada."), ok("Your name is Ada."), ok("Bye."))
     one = oai.responses.with_raw_response.create(model="gpt-4o", instructions=INSTRUCTIONS, input="I am Ada.")
@@ -99,10 +107,9 @@ def test_previous_response_id_continues_the_session_with_only_the_new_input(gate
     assert GatewayResponse.objects.filter(session_id=sid).count() == 3
 
     # another project's key cannot continue it
-    other = sdk(gateway, project.other_key) if hasattr(project, "other_key") else None
-    if other is not None:
-        with pytest.raises(openai.BadRequestError):
-            other.responses.create(model="gpt-4o", previous_response_id=first.id, input="x")
+    with pytest.raises(openai.BadRequestError) as theirs:
+        sdk(gateway, other_project.test_key).responses.create(model="gpt-4o", previous_response_id=first.id, input="x")
+    assert first.id in theirs.value.message
     with pytest.raises(openai.BadRequestError) as bad:
         oai.responses.create(model="gpt-4o", previous_response_id="resp_nope", input="x")
     assert bad.value.body["param"] == "previous_response_id"
@@ -170,3 +177,53 @@ def test_an_upstream_failure_mid_request_is_the_sdks_error(gateway, project, llm
     llm_server.script(error(500, "boom"))
     with pytest.raises(openai.InternalServerError):
         list(oai.responses.create(model="gpt-4o", input="hello", stream=True))
+
+
+def _parallel(n: int, call) -> list:
+    """``call(i)`` in ``n`` threads released together; their results (or exceptions)."""
+    barrier = threading.Barrier(n)
+
+    def run(i):
+        barrier.wait()
+        return call(i)
+
+    with ThreadPoolExecutor(n) as pool:
+        futures = [pool.submit(run, i) for i in range(n)]
+        return [f.exception() or f.result() for f in futures]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("header", [True, False], ids=["x-session-id", "no-identity"])
+def test_eight_parallel_identical_calls_make_one_session(gateway, project, llm_server, header):
+    """8 identical first calls at once, then 8 identical calls continuing the stored history:
+    one conversation, so one session (a retry storm or a client's parallel retries must
+    not scatter it)."""
+    llm_server.script(*[ok("Hello.") for _ in range(16)])
+    extra = {"X-Session-Id": "racer"} if header else {}
+    first_input = [{"role": "user", "content": "Say hello."}]
+
+    def first(_i):
+        return oai_for(gateway, project).responses.with_raw_response.create(
+            model="gpt-4o", instructions=INSTRUCTIONS, input=first_input, extra_headers=extra)
+
+    answers = _parallel(8, first)
+    assert all(not isinstance(a, Exception) for a in answers), answers
+    gateway_writes.wait()
+    assert GatewaySession.objects.count() == 1, "8 identical first calls made one session"
+    assert len({a.headers["x-compaction-session"] for a in answers}) == 1
+
+    continued = first_input + [{"role": "assistant", "content": [{"type": "output_text", "text": "Hello."}]},
+                               {"role": "user", "content": "Again."}]
+
+    def then(_i):
+        return oai_for(gateway, project).responses.with_raw_response.create(
+            model="gpt-4o", instructions=INSTRUCTIONS, input=continued, extra_headers=extra)
+
+    answers = _parallel(8, then)
+    assert all(not isinstance(a, Exception) for a in answers), answers
+    gateway_writes.wait()
+    assert GatewaySession.objects.count() == 1, "8 identical continuing calls stayed in the one session"
+    sid = GatewaySession.objects.get().session_id
+    roles = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("role", flat=True))
+    assert roles[:4] == ["system", "user", "assistant", "user"]
+    assert GatewayCall.objects.filter(session_id=sid).count() == 16
