@@ -62,7 +62,7 @@ def _keep(prep: chat.Prepared, response_id: str, project: Project, reply: dict[s
 
 def answer(project: Project, req: ResponsesRequest, session_header: str | None) -> Answer:
     """Run the request; a GatewayError before anything is sent (the view shapes it)."""
-    messages = history(project.pk, req)
+    messages = history(project.pk, req.input, req.instructions, req.previous_response_id)
     overrides = None
     if req.compact_threshold is not None:
         try:

@@ -25,7 +25,6 @@ from compaction.messages import validate_message
 from ..selectors.gateway_responses import previous_response, stored_prefix
 from .errors import bad_request
 from .items import convert, last_reference, to_messages
-from .responses_body import ResponsesRequest
 
 
 def _with_instructions(history: list[dict[str, Any]], instructions: str | None) -> list[dict[str, Any]]:
@@ -61,19 +60,20 @@ def _stored(project_id: int, previous: str | None, items: Any) -> tuple[list[dic
     return history, 0
 
 
-def history(project_id: int, req: ResponsesRequest) -> list[dict[str, Any]]:
-    """The request's whole history, validated; a 400 naming the item at fault."""
-    stored, start = _stored(project_id, req.previous_response_id, req.input)
+def history(project_id: int, items: Any, instructions: str | None, previous: str | None) -> list[dict[str, Any]]:
+    """The whole history of a request's ``input`` (``items``), ``instructions`` and
+    ``previous_response_id``, validated; a 400 naming the item at fault."""
+    stored, start = _stored(project_id, previous, items)
     if stored is None:
-        messages = to_messages(req.input, req.instructions)
+        messages = to_messages(items, instructions)
         first_new = 0
     else:
-        messages = _with_instructions(stored, req.instructions)
+        messages = _with_instructions(stored, instructions)
         first_new = len(messages)
-        if isinstance(req.input, str):
-            messages.append({"role": "user", "content": req.input})
-        elif isinstance(req.input, list):
-            convert(req.input, start, messages)
+        if isinstance(items, str):
+            messages.append({"role": "user", "content": items})
+        elif isinstance(items, list):
+            convert(items, start, messages)
         else:
             raise bad_request("input: give a string or a list of items", param="input")
         if len(messages) == first_new:

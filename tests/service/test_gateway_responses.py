@@ -110,7 +110,7 @@ def test_same_items_and_policy_give_the_same_window(gateway, project, llm_server
 @pytest.mark.parametrize(("body", "param", "words"), [
     ({"input": [{"type": "web_search_call", "id": "ws_1"}]}, "input[0].type", "web_search_call"),
     ({"input": [{"type": "compaction", "encrypted_content": "gAAAA-opaque"}]}, "input[0]", "not made by this gateway"),
-    ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "send the conversation"),
+    ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "no response 'resp_1' is kept"),
     ({"input": [{"type": "function_call_output", "call_id": "nope", "output": "x"}]}, None, "nope"),
     ({"input": "hi", "tools": []}, "tools", "Unrecognized"),
 ])
