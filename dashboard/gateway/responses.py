@@ -19,7 +19,7 @@ from django.utils import timezone
 from ..models import CompactionRun, Project, RunStatus, Session, SessionContext
 from ..services.gateway_calls import record_quietly
 from . import chat, upstream
-from .body import ChatBody, json_object, model_name
+from .body import ChatBody, check_messages, json_object, model_name
 from .compact import compact_now
 from .errors import GatewayError, bad_request
 from .identity import place
@@ -96,7 +96,9 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
     body = parse(data)
     messages = history(project.pk, body.input, body.instructions, body.previous_response_id)
     upstream.check_window(body.model, lambda: chat.policy_for(project, body.model).context_window)
-    placement = place(project, ChatBody(model=body.model, messages=messages), session_header)
+    chat_body = ChatBody(model=body.model, messages=messages, checked=0)
+    check_messages(chat_body)
+    placement = place(project, chat_body, session_header)
     before = placement.session.context_total
     compaction_started = time.perf_counter()
     session, run = compact_now(placement.session, f"gateway: POST /v1/{ENDPOINT}")

@@ -16,6 +16,8 @@ stands for). Without the entry, the project's policy decides as on the other end
 and the output carries no compaction item (a client that did not ask may not know one)."""
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,13 +28,14 @@ from ..services.gateway_responses import keep_response, new_response_id
 from ..services.policies import project_policy
 from . import chat
 from . import responses_wire as wire
-from .body import ChatBody
-from .errors import GatewayError, project_gone
+from .body import ChatBody, RawMessages
+from .errors import GatewayError, bad_request, project_gone
 from .items import compaction_item
 from .responses_body import ResponsesRequest
 from .responses_history import history
 
 ENDPOINT = "responses"
+_MESSAGE = re.compile(r"^messages\[(\d+)\]\.?")
 
 
 @dataclass
@@ -60,6 +63,38 @@ def _keep(prep: chat.Prepared, response_id: str, project: Project, reply: dict[s
                   position=prep.placement.gateway.stored_count, reply=reply)
 
 
+def _chat_body(req: ResponsesRequest, messages: list[dict[str, Any]]) -> ChatBody:
+    """The request as the chat path takes it. Its messages go with a text of their own (their
+    JSON array), which the session's identity compares to the last request's as it compares
+    a chat request's body text: the part a stored history vouches for is neither validated
+    nor digested again (a Responses client resends its whole input each turn, as a chat
+    client does). The messages are validated there (``checked=0``), the rest as they are
+    placed."""
+    text = json.dumps(messages)
+    raw = RawMessages(text, 0, len(text) - 1, text.encode("ascii"))
+    return ChatBody(model=req.model, messages=messages, stream=req.stream, include_usage=True, tools=req.tools,
+                    metadata=req.metadata, params=req.params, user=req.user, raw=raw, checked=0)
+
+
+def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, Any]], session_header: str | None,
+             overrides: dict[str, Any] | None) -> chat.Prepared:
+    """``chat.prepare`` (the one way this endpoint reaches the session identity), with a bad
+    message named as part of the input."""
+    try:
+        return chat.prepare(project, _chat_body(req, messages), session_header, overrides, endpoint=ENDPOINT)
+    except GatewayError as exc:
+        if exc.status != 400 or not exc.message.startswith("messages["):
+            raise
+        where, _, detail = exc.message.partition(": ")
+        if not (exc.param or "").startswith("messages["):  # a check of the stored history: it names the position
+            raise bad_request(f"input: {detail}", param="input") from None
+        found = _MESSAGE.match(where)
+        index, field = (found.group(1), where[found.end():]) if found else ("?", "")
+        raise bad_request(f"input: message {index} of the history (after instructions and what the request "
+                          f"continues, counting each assistant turn's function calls as one message)"
+                          f"{', field ' + field if field else ''}: {detail}", param="input") from None
+
+
 def answer(project: Project, req: ResponsesRequest, session_header: str | None) -> Answer:
     """Run the request; a GatewayError before anything is sent (the view shapes it)."""
     messages = history(project.pk, req.input, req.instructions, req.previous_response_id)
@@ -70,9 +105,7 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None) 
         except Project.DoesNotExist:
             raise project_gone() from None
         overrides = req.overrides(base)
-    body = ChatBody(model=req.model, messages=messages, stream=req.stream, include_usage=True, tools=req.tools,
-                    metadata=req.metadata, params=req.params, user=req.user)
-    prep = chat.prepare(project, body, session_header, overrides, endpoint=ENDPOINT)
+    prep = _prepare(project, req, messages, session_header, overrides)
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())

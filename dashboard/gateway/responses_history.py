@@ -19,9 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from compaction.errors import SessionValidationError
-from compaction.messages import validate_message
-
 from ..selectors.gateway_responses import previous_response, stored_prefix
 from .errors import bad_request
 from .items import convert, last_reference, to_messages
@@ -62,7 +59,9 @@ def _stored(project_id: int, previous: str | None, items: Any) -> tuple[list[dic
 
 def history(project_id: int, items: Any, instructions: str | None, previous: str | None) -> list[dict[str, Any]]:
     """The whole history of a request's ``input`` (``items``), ``instructions`` and
-    ``previous_response_id``, validated; a 400 naming the item at fault."""
+    ``previous_response_id``; a 400 naming the item at fault. The messages are validated
+    where the history is placed (``identity``, through ``chat.prepare``), which skips the
+    part a stored history already vouches for."""
     stored, start = _stored(project_id, previous, items)
     if stored is None:
         messages = to_messages(items, instructions)
@@ -78,11 +77,4 @@ def history(project_id: int, items: Any, instructions: str | None, previous: str
             raise bad_request("input: give a string or a list of items", param="input")
         if len(messages) == first_new:
             raise bad_request("input: give at least one new item after what the request continues", param="input")
-    for i in range(first_new, len(messages)):
-        try:
-            validate_message(messages[i], i)
-        except SessionValidationError as exc:
-            raise bad_request(f"input: message {i} of the history (after instructions and what the request continues, "
-                              f"counting each assistant turn's function calls as one message): "
-                              f"{str(exc).split(': ', 1)[-1]}", param="input") from None
     return messages

@@ -232,3 +232,25 @@ def test_eight_parallel_identical_calls_make_one_session(gateway, project, llm_s
     roles = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("role", flat=True))
     assert roles[:4] == ["system", "user", "assistant", "user"]
     assert GatewayCall.objects.filter(session_id=sid).count() == 16
+
+
+def test_a_bad_item_in_a_long_input_is_named(gateway, project, llm_server):
+    """The items are validated where they are placed (what a stored history vouches for is
+    not checked again): a bad one is a 400 that says which message of the history it is."""
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("fine"))
+    items = [{"role": "user", "content": "hi"}]
+    first = oai.responses.create(model="gpt-4o", input=items, extra_headers={"X-Session-Id": "bad-item"})
+    items += [o.model_dump(exclude_none=True) for o in first.output]
+    items += [{"type": "function_call_output", "call_id": "never-called", "output": "x"}]
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="gpt-4o", input=items, extra_headers={"X-Session-Id": "bad-item"})
+    assert bad.value.body["param"] == "input"
+    assert bad.value.message.startswith("Error code: 400 - {'error': {'message': \"input: ")
+    assert "never-called" in bad.value.message and "position 2" in bad.value.message
+
+    items[-1] = {"type": "function_call", "call_id": "c1", "name": "", "arguments": "{}"}
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="gpt-4o", input=items, extra_headers={"X-Session-Id": "bad-item"})
+    assert bad.value.body["param"] == "input[2].name" and "non-empty" in bad.value.message
+    assert len(llm_server.requests) == 1
