@@ -77,11 +77,12 @@ def _chat_body(req: ResponsesRequest, messages: list[dict[str, Any]]) -> ChatBod
 
 
 def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, Any]], session_header: str | None,
-             overrides: dict[str, Any] | None) -> chat.Prepared:
+             overrides: dict[str, Any] | None, started: float) -> chat.Prepared:
     """``chat.prepare`` (the one way this endpoint reaches the session identity), with a bad
     message named as part of the input."""
     try:
-        return chat.prepare(project, _chat_body(req, messages), session_header, overrides, endpoint=ENDPOINT)
+        return chat.prepare(project, _chat_body(req, messages), session_header, overrides, endpoint=ENDPOINT,
+                            started=started)
     except GatewayError as exc:
         if exc.status != 400 or not exc.message.startswith("messages["):
             raise
@@ -95,8 +96,12 @@ def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, A
                           f"{', field ' + field if field else ''}: {detail}", param="input") from None
 
 
-def answer(project: Project, req: ResponsesRequest, session_header: str | None) -> Answer:
-    """Run the request; a GatewayError before anything is sent (the view shapes it)."""
+def answer(project: Project, req: ResponsesRequest, session_header: str | None,
+           started: float | None = None) -> Answer:
+    """Run the request; a GatewayError before anything is sent (the view shapes it).
+    ``started``: when the view began (the call's overhead counts from there: reading the
+    items and putting the history together is work of this endpoint)."""
+    started = started if started is not None else time.perf_counter()
     messages = history(project.pk, req.input, req.instructions, req.previous_response_id)
     overrides = None
     if req.compact_threshold is not None:
@@ -105,7 +110,7 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None) 
         except Project.DoesNotExist:
             raise project_gone() from None
         overrides = req.overrides(base)
-    prep = _prepare(project, req, messages, session_header, overrides)
+    prep = _prepare(project, req, messages, session_header, overrides, started)
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())

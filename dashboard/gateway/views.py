@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,10 +118,11 @@ def _response_events(prep: chat.Prepared, events: Iterator[dict[str, Any]]) -> I
 def responses_create(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if request.method != "POST":
         return responses_not_served(request)
+    started = time.perf_counter()
     try:
         project = _project(request)
         req = responses_body.parse(request.body)
-        answer = create_flow.answer(project, req, request.headers.get("X-Session-Id"))
+        answer = create_flow.answer(project, req, request.headers.get("X-Session-Id"), started)
         prep = answer.prep
         if answer.response is not None:
             response: HttpResponse | StreamingHttpResponse = AnswerThen(answer.response,
