@@ -85,7 +85,8 @@ def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict
             "created_at": int(finished.timestamp()),
             "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", run=run.pk, stored=stored,
                                 skip_first=skip_first),
-            "usage": {"input_tokens": usage["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
+            "usage": {"input_tokens": usage["prompt_tokens"],
+                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                       "output_tokens": usage["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}}
 

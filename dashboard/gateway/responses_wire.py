@@ -17,8 +17,9 @@ from .errors import GatewayError
 def usage(chat_usage: dict[str, int] | None) -> dict[str, Any]:
     prompt = int((chat_usage or {}).get("prompt_tokens") or 0)
     completion = int((chat_usage or {}).get("completion_tokens") or 0)
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + completion}
+    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion}
 
 
 def _suffix(response_id: str) -> str:

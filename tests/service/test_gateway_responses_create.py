@@ -254,3 +254,18 @@ def test_a_bad_item_in_a_long_input_is_named(gateway, project, llm_server):
         oai.responses.create(model="gpt-4o", input=items, extra_headers={"X-Session-Id": "bad-item"})
     assert bad.value.body["param"] == "input[2].name" and "non-empty" in bad.value.message
     assert len(llm_server.requests) == 1
+
+
+def test_the_sdks_stream_helper_assembles_the_response(gateway, project, llm_server):
+    """``client.responses.stream`` rebuilds the response from the events (each delta lands on
+    the item and part announced before it) and checks it against ``response.completed``."""
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("Looking.", tool_calls=[tool_call("read_file", {"path": "a.py"}, "call_a"),
+                                                 tool_call("read_file", {"path": "b.py"}, "call_b")]))
+    with oai.responses.stream(model="gpt-4o", input="Read a.py and b.py.", tools=TOOLS) as stream:
+        texts = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(texts) == "Looking." == final.output_text
+    calls = [(o.call_id, json.loads(o.arguments)) for o in final.output if o.type == "function_call"]
+    assert calls == [("call_a", {"path": "a.py"}), ("call_b", {"path": "b.py"})]
+    assert final.status == "completed" and final.usage.total_tokens > 0
