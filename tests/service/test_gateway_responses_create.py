@@ -269,3 +269,17 @@ def test_the_sdks_stream_helper_assembles_the_response(gateway, project, llm_ser
     calls = [(o.call_id, json.loads(o.arguments)) for o in final.output if o.type == "function_call"]
     assert calls == [("call_a", {"path": "a.py"}), ("call_b", {"path": "b.py"})]
     assert final.status == "completed" and final.usage.total_tokens > 0
+
+
+def test_images_go_upstream_and_reasoning_items_are_dropped(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("A red dot."))
+    pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
+    out = oai.responses.create(model="gpt-4o", input=[
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"},
+        {"role": "user", "content": [{"type": "input_text", "text": "What is this?"},
+                                     {"type": "input_image", "image_url": pixel, "detail": "auto"}]}])
+    assert out.output_text == "A red dot."
+    sent = llm_server.requests[0].json["messages"]
+    assert sent == [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                                 {"type": "image_url", "image_url": {"url": pixel}}]}]
