@@ -4,7 +4,13 @@ that forwards to that upstream, for sessions of 100 and 1,000 messages with no c
 due (the policy's window is far above the session).
 
     .venv/bin/python bench/gateway_overhead.py [--port 18262] [--rounds 40] [--sizes 100,1000]
-                                               [--server auto|runserver|gunicorn]
+                                               [--server auto|runserver|gunicorn] [--api chat|responses]
+
+``--api responses``: the gateway is called with ``client.responses.create`` and the session
+as Responses input items (messages, function calls and their outputs; about 1,000 items at
+1,000 messages), resent whole every round as the Agents SDK does; the direct call is still
+the chat completion the upstream serves (the scripted server speaks chat completions only),
+so "added" is what the Responses endpoint costs beyond the model call it makes.
 
 A throw-away data dir (SQLite) is used unless DATABASE_URL is set (the issue's goal is on
 PostgreSQL). Each round sends the agent's whole history plus one new user message, once
@@ -35,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _service as svc  # noqa: E402
 import openai  # noqa: E402
 
+from compaction.integrations.responses_items import messages_to_items  # noqa: E402
 from tests.support.llm_server import ScriptedLLMServer, ok  # noqa: E402
 
 
@@ -79,6 +86,40 @@ def measure(gateway, direct, server, history: list[dict], rounds: int, tag: str)
             "ratio_p50": g50 / d50 if d50 else float("nan")}
 
 
+def measure_responses(gateway, direct, server, history: list[dict], rounds: int, tag: str) -> dict:
+    """As ``measure``, the gateway called through ``responses.create`` with the history as items."""
+    items = messages_to_items(history)
+    print(f"# {len(items)} input items", flush=True)
+    server.script(ok("warm"))
+    first = gateway.responses.create(model="gpt-4o", input=items, extra_headers={"X-Session-Id": tag})
+    items = items + [o.model_dump(exclude_none=True) for o in first.output]
+    history = history + [{"role": "assistant", "content": "warm"}]
+    g_times, d_times = [], []
+    for i in range(rounds):
+        turn = {"role": "user", "content": f"round {i}: go on"}
+        history, items = history + [turn], items + [turn]
+        server.script(ok(f"direct {i}"))
+        t0 = time.perf_counter()
+        direct.chat.completions.create(model="gpt-4o", messages=history)
+        d_times.append(time.perf_counter() - t0)
+        server.script(ok(f"answer {i}"))
+        t0 = time.perf_counter()
+        out = gateway.responses.with_raw_response.create(model="gpt-4o", input=items,
+                                                         extra_headers={"X-Session-Id": tag})
+        g_times.append(time.perf_counter() - t0)
+        if out.headers.get("x-compaction-run"):
+            print(f"# round {i}: a compaction ran (not meant to)", flush=True)
+        reply = out.parse()
+        items = items + [o.model_dump(exclude_none=True) for o in reply.output]
+        history = history + [{"role": "assistant", "content": reply.output_text}]
+    ms = 1000.0
+    d50, d95, g50, g95 = (_p(d_times, .5) * ms, _p(d_times, .95) * ms, _p(g_times, .5) * ms, _p(g_times, .95) * ms)
+    added = [(g - d) * ms for g, d in zip(g_times, d_times)]
+    return {"direct_p50_ms": d50, "direct_p95_ms": d95, "gateway_p50_ms": g50, "gateway_p95_ms": g95,
+            "added_p50_ms": statistics.median(added), "added_p95_ms": _p(added, .95),
+            "ratio_p50": g50 / d50 if d50 else float("nan")}
+
+
 def _recorded(tag: str, rounds: int) -> dict:
     """The server's own timings of the measured calls (the warm-up call left out)."""
     from dashboard.models import GatewayCall  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
@@ -96,6 +137,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1000")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--server", choices=("auto", "runserver", "gunicorn"), default="auto")
+    ap.add_argument("--api", choices=("chat", "responses"), default="chat")
     args = ap.parse_args()
 
     # No compaction due: a window far above every session measured here.
@@ -118,11 +160,12 @@ def main() -> None:
         gateway = openai.OpenAI(base_url=f"http://127.0.0.1:{args.port}/v1", api_key=key, max_retries=0)
         direct = openai.OpenAI(base_url=server.api_base, api_key="bench", max_retries=0)
         db = "postgresql" if "postgres" in svc.database_url() else "sqlite"
-        print(f"# server={args.server} database={db} rounds={args.rounds}", flush=True)
+        print(f"# server={args.server} database={db} rounds={args.rounds} api={args.api}", flush=True)
+        run = measure_responses if args.api == "responses" else measure
         for size in (int(s) for s in args.sizes.split(",")):
             history = _session(size)
-            r = measure(gateway, direct, server, history, args.rounds, f"bench-{size}")
-            r.update(_recorded(f"bench-{size}", args.rounds))
+            r = run(gateway, direct, server, history, args.rounds, f"bench-{args.api}-{size}")
+            r.update(_recorded(f"bench-{args.api}-{size}", args.rounds))
             print(f"messages={len(history)} " + " ".join(f"{k}={v:.2f}" for k, v in r.items()), flush=True)
     finally:
         svc.stop(proc)

@@ -773,6 +773,21 @@ class GatewayIdentity(models.Model):
         constraints = [models.UniqueConstraint(fields=["project", "identity"], name="gateway_identity_unique")]
 
 
+class GatewayResponse(models.Model):
+    """A response of ``POST /v1/responses``, kept so a later request can continue it by
+    ``previous_response_id``: the history it answered is the session's first ``position``
+    stored messages, and ``reply`` is its answer (the assistant message as stored). The
+    reply is kept here because the session stores it only after the answer has been sent,
+    and the client's next request may come first."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="responses")
+    position = models.PositiveIntegerField()
+    reply = JSONTextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
 class WorkerBeat(models.Model):
     """A Celery worker that is (or was) alive: its main process writes ``seen_at`` every
     WORKER_HEARTBEAT_INTERVAL seconds and deletes its row on a clean shutdown. The web side

@@ -12,7 +12,12 @@ from django.views.generic import RedirectView
 
 from .api import api
 from .gateway.anthropic_views import messages as anthropic_messages
-from .gateway.views import chat_completions, responses_compact, responses_not_served
+from .gateway.views import (
+    chat_completions,
+    responses_compact,
+    responses_create,
+    responses_not_served,
+)
 from .otlp.views import traces as otlp_traces
 
 
@@ -28,7 +33,7 @@ urlpatterns = [
     path("api/", api.urls),
     path("v1/chat/completions", chat_completions, name="gateway-chat-completions"),
     path("v1/responses/compact", responses_compact, name="gateway-responses-compact"),
-    path("v1/responses", responses_not_served, name="gateway-responses"),
+    path("v1/responses", responses_create, name="gateway-responses"),
     path("v1/responses/<path:rest>", responses_not_served),
     path("v1/messages", anthropic_messages, name="gateway-messages"),
     path("v1/traces", otlp_traces, name="otlp-traces"),

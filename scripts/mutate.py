@@ -64,6 +64,8 @@ TARGETS: dict[str, Target] = {
         "tests/engine/test_token_tailoring.py")),
     "upstream": Target("dashboard/gateway/upstream.py", (
         "tests/service/test_gateway.py", "tests/service/test_connections.py")),
+    "responses_body": Target("dashboard/gateway/responses_body.py", (
+        "tests/service/test_responses_body.py",)),
     "identity": Target("dashboard/gateway/identity.py", (
         "tests/service/test_gateway.py", "tests/service/test_gateway_resend.py",
         "tests/service/test_gateway_one_session.py", "tests/pages/test_gateway_sessions.py")),

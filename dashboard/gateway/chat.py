@@ -62,11 +62,12 @@ def policy_for(project: Project, model: str) -> Policy:
 
 
 def prepare(project: Project, body: ChatBody, session_header: str | None,
-            overrides: dict[str, Any] | None = None, endpoint: str = "chat/completions") -> Prepared:
+            overrides: dict[str, Any] | None = None, endpoint: str = "chat/completions",
+            started: float | None = None) -> Prepared:
     """Store the request's new messages and compact when due (``overrides``: the request's
     own changes to the session's policy, see ``compact``; ``endpoint``: the label of the
-    call's row)."""
-    started = time.perf_counter()
+    call's row; ``started``: when the call's overhead starts, if before this)."""
+    started = started if started is not None else time.perf_counter()
     up = upstream.resolve(body.model)
     if not upstream.relayed(up):  # (an OpenAI-compatible upstream fetches images itself)
         upstream.refuse_remote_images(up, body.messages)

@@ -13,6 +13,8 @@ encrypted) with the archive handle that gives back what it replaced; the acknowl
 turn the engine may add after a summary has no item of its own."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from compaction.messages import text_of
@@ -56,6 +58,53 @@ def _string(item: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+# The id this gateway gives a compaction item: ``cmp_cs_<session>_<end>_<run>``, the item
+# standing for the session's first ``end`` stored messages. The id is what every client
+# keeps (the Agents SDK drops ``created_by`` and may drop fields it does not know).
+_REFERENCE = re.compile(r"^cmp_cs_(\d{1,18})_(\d{1,18})_(\d{1,18})$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What a compaction item stands for: the first ``end`` stored messages of ``session``."""
+
+    session: int
+    end: int
+    index: int  # the item's place in the input
+
+
+def compaction_id(session: int, end: int, run: int) -> str:
+    return f"cmp_cs_{session}_{end}_{run}"
+
+
+def compaction_item(summary: str, *, session: int, end: int, run: int, archive: dict[str, Any]) -> dict[str, Any]:
+    """A readable ``compaction`` item: the summary in clear (``summary``, and
+    ``encrypted_content``, which OpenAI's SDKs read and send back) and the archive handle of
+    what it replaced; its id says which stored messages it stands for."""
+    return {"type": "compaction", "id": compaction_id(session, end, run), "created_by": CREATED_BY,
+            "summary": summary, "encrypted_content": summary, "archive": archive}
+
+
+def reference(item: Any, index: int) -> Reference | None:
+    """The stored messages a compaction item of this gateway stands for, if it says."""
+    if not isinstance(item, dict) or item.get("type") != "compaction":
+        return None
+    found = _REFERENCE.match(str(item.get("id") or ""))
+    return Reference(int(found.group(1)), int(found.group(2)), index) if found else None
+
+
+def last_reference(items: Any) -> Reference | None:
+    """The last compaction item of the input that names what it stands for (what comes
+    before it is part of that, so it alone decides the history up to it)."""
+    if not isinstance(items, list):
+        return None
+    for i in range(len(items) - 1, -1, -1):
+        found = reference(items[i], i)
+        if found is not None:
+            return found
+    return None
+
+
 def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
     """Chat messages for a Responses ``input`` (a string or a list of items), with
     ``instructions`` first as a system message."""
@@ -64,7 +113,13 @@ def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
         return out + [{"role": "user", "content": items}]
     if not isinstance(items, list) or not items:
         raise bad_request("input: give a string or a non-empty list of items", param="input")
-    for i, item in enumerate(items):
+    return convert(items, 0, out)
+
+
+def convert(items: list[Any], start: int, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items[start:]`` appended to ``out`` as chat messages (errors name ``input[i]``)."""
+    for i in range(start, len(items)):
+        item = items[i]
         where = f"input[{i}]"
         if not isinstance(item, dict):
             raise bad_request(f"{where}: each item is an object", param=where)
@@ -87,6 +142,7 @@ def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
             text = output if isinstance(output, str) else _content(output, where, "assistant")
             out.append({"role": "tool", "tool_call_id": _string(item, "call_id", where), "content": text})
         elif kind == "compaction":
+            # one without the id that says what it stands for: its readable summary is all there is
             summary = item.get("summary")
             if item.get("created_by") != CREATED_BY or not isinstance(summary, str):
                 raise bad_request(f"{where}: this compaction item was not made by this gateway, and its encrypted content "
@@ -113,11 +169,21 @@ def _message_item(role: str, content: Any, item_id: str) -> dict[str, Any]:
     return {"type": "message", "id": item_id, "role": role, "status": "completed", "content": parts}
 
 
-def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: str,
+def _first_kept(live: list[dict[str, Any]], after: int, stored: int) -> int:
+    """The stored position of the first original message kept after live item ``after``
+    (what a summary there stands for ends just before it); ``stored`` when none is."""
+    for entry in live[after + 1:]:
+        if entry.get("provenance") == "original" and isinstance(entry.get("ordinal"), int):
+            return int(entry["ordinal"])
+    return stored
+
+
+def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: str, run: int, stored: int,
               skip_first: bool = False) -> list[dict[str, Any]]:
-    """Responses output items for the live context items (``SessionContext.load_items``);
-    ``skip_first`` leaves out the instructions message the request gave (the client sends
-    them again with its next request)."""
+    """Responses output items for the live context items (``SessionContext.load_items``) of
+    ``archive["session"]``, which has ``stored`` messages; ``skip_first`` leaves out the
+    instructions message the request gave (the client sends them again with its next
+    request)."""
     out: list[dict[str, Any]] = []
     for n, entry in enumerate(live):
         if skip_first and n == 0:
@@ -125,9 +191,8 @@ def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: st
         raw, provenance = entry.get("message") or {}, entry.get("provenance")
         item_id = f"{prefix}_{n}"
         if provenance == "summary":
-            text = text_of(raw.get("content"))
-            out.append({"type": "compaction", "id": item_id, "created_by": CREATED_BY, "summary": text,
-                        "encrypted_content": text, "archive": archive})
+            out.append(compaction_item(text_of(raw.get("content")), session=int(archive["session"]),
+                                       end=_first_kept(live, n, stored), run=run, archive=archive))
             continue
         if provenance == "acknowledgement":
             continue

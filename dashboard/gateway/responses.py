@@ -16,17 +16,15 @@ from typing import Any
 
 from django.utils import timezone
 
-from compaction.errors import SessionValidationError
-from compaction.messages import validate_message
-
 from ..models import CompactionRun, Project, RunStatus, Session, SessionContext
 from ..services.gateway_calls import record_quietly
 from . import chat, upstream
-from .body import ChatBody, json_object, model_name
+from .body import ChatBody, check_messages, json_object, model_name
 from .compact import compact_now
 from .errors import GatewayError, bad_request
 from .identity import place
-from .items import to_messages, to_output
+from .items import to_output
+from .responses_history import history
 
 ENDPOINT = "responses/compact"
 # Fields of OpenAI's compact request that change nothing here (prompt caching and service
@@ -38,31 +36,28 @@ KNOWN = IGNORED | {"model", "input", "instructions", "previous_response_id"}
 @dataclass
 class CompactBody:
     model: str
-    messages: list[dict[str, Any]]
+    input: Any
     instructions: str | None
+    previous_response_id: str | None
 
 
 def parse(data: bytes) -> CompactBody:
-    """The checked body; a GatewayError (400) naming the field otherwise."""
+    """The checked body (its items are read by ``responses_history``); a GatewayError (400)
+    naming the field otherwise."""
     body = json_object(data)
     unknown = sorted(set(body) - KNOWN)
     if unknown:
         raise bad_request(f"Unrecognized request argument supplied: {unknown[0]}", param=unknown[0])
-    if body.get("previous_response_id") is not None:
-        raise bad_request("previous_response_id: this gateway keeps no responses to continue from; send the "
-                          "conversation's items in input", param="previous_response_id")
     model = model_name(body)
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise bad_request("instructions: give a string", param="instructions")
-    messages = to_messages(body.get("input"), instructions or None)
-    for i, raw in enumerate(messages):
-        try:
-            validate_message(raw, i)
-        except SessionValidationError as exc:
-            raise bad_request(f"input: message {i} (after instructions, counting each assistant turn's function calls "
-                              f"as one message): {str(exc).split(': ', 1)[-1]}", param="input") from None
-    return CompactBody(model, messages, instructions or None)
+    previous = body.get("previous_response_id")
+    if previous is not None and (not isinstance(previous, str) or not previous or len(previous) > 64):
+        raise bad_request("previous_response_id: give a response id", param="previous_response_id")
+    if "input" not in body and previous is None:
+        raise bad_request("input: give a string or a list of items", param="input")
+    return CompactBody(model, body.get("input", []), instructions or None, previous)
 
 
 def _usage(run: CompactionRun) -> dict[str, int]:
@@ -75,7 +70,8 @@ def _usage(run: CompactionRun) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion}
 
 
-def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict[str, int]) -> dict[str, Any]:
+def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict[str, int],
+            stored: int) -> dict[str, Any]:
     live = SessionContext.objects.get(session_id=session.pk).load_items()
     first = live[0] if live else {}
     # The instructions are sent again with the client's next request: not part of the window.
@@ -87,8 +83,10 @@ def _answer(session: Session, run: CompactionRun, body: CompactBody, usage: dict
     finished = run.finished_at or timezone.now()
     return {"id": f"resp_cs_{session.pk}_{run.pk}", "object": "response.compaction",
             "created_at": int(finished.timestamp()),
-            "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", skip_first=skip_first),
-            "usage": {"input_tokens": usage["prompt_tokens"], "input_tokens_details": {"cached_tokens": 0},
+            "output": to_output(live, archive=archive, prefix=f"cs_{run.pk}", run=run.pk, stored=stored,
+                                skip_first=skip_first),
+            "usage": {"input_tokens": usage["prompt_tokens"],
+                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                       "output_tokens": usage["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}}
 
@@ -97,8 +95,11 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
     """(the ``response.compaction`` object, the gateway's headers)."""
     started = time.perf_counter()
     body = parse(data)
+    messages = history(project.pk, body.input, body.instructions, body.previous_response_id)
     upstream.check_window(body.model, lambda: chat.policy_for(project, body.model).context_window)
-    placement = place(project, ChatBody(model=body.model, messages=body.messages), session_header)
+    chat_body = ChatBody(model=body.model, messages=messages, checked=0)
+    check_messages(chat_body)
+    placement = place(project, chat_body, session_header)
     before = placement.session.context_total
     compaction_started = time.perf_counter()
     session, run = compact_now(placement.session, f"gateway: POST /v1/{ENDPOINT}")
@@ -117,7 +118,7 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
                                type="server_error")
         record(failure.status)
         raise failure
-    answer = _answer(session, run, body, usage)
+    answer = _answer(session, run, body, usage, placement.gateway.stored_count)
     record(200)
     headers = {"X-Compaction-Session": str(session.pk), "X-Compaction-Run": str(run.pk),
                "X-Context-Tokens": str(session.context_total)}

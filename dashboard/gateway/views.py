@@ -1,10 +1,12 @@
 """HTTP entry points of the gateway: ``POST /v1/chat/completions`` (the work is in ``chat``),
-``POST /v1/responses/compact`` (in ``responses``), and ``/v1/responses``, which is not
-served and says so. The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
+``POST /v1/responses`` (in ``responses_create``), ``POST /v1/responses/compact`` (in
+``responses``); the other ``/v1/responses`` paths (retrieving a response, its input items)
+are not served and say so. The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +16,9 @@ from django.views.decorators.http import require_POST
 
 from ..api.auth import BearerKey
 from ..models import Project
-from . import chat, responses
+from . import chat, responses, responses_body
+from . import responses_create as create_flow
+from . import responses_wire as rwire
 from .body import parse
 from .errors import GatewayError
 from .identity import hint
@@ -100,18 +104,58 @@ def responses_compact(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def _response_events(prep: chat.Prepared, events: Iterator[dict[str, Any]]) -> Iterator[bytes]:
+    try:
+        for event in events:
+            yield rwire.sse(event)
+    except Exception:  # noqa: BLE001 - the stream has started; end it with an error event, never a traceback
+        log.exception("gateway responses stream of session %s failed", prep.session.pk)
+        yield rwire.sse({"type": "error", "code": "server_error", "message": "the gateway failed while streaming",
+                         "param": None, "sequence_number": 0})
+
+
+@csrf_exempt
+def responses_create(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    if request.method != "POST":
+        return responses_not_served(request)
+    started = time.perf_counter()
+    try:
+        project = _project(request)
+        req = responses_body.parse(request.body)
+        answer = create_flow.answer(project, req, request.headers.get("X-Session-Id"), started)
+        prep = answer.prep
+        if answer.response is not None:
+            response: HttpResponse | StreamingHttpResponse = AnswerThen(answer.response,
+                                                                        lambda: chat.store_after_sent(prep))
+        else:
+            assert answer.events is not None
+            response = StreamingHttpResponse(_response_events(prep, answer.events), content_type="text/event-stream")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+    except GatewayError as exc:
+        return exc.response()
+    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
+        log.exception("gateway responses request failed")
+        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
+    for key, value in prep.headers.items():
+        response[key] = value
+    return response
+
+
 # What a client asking for an endpoint this gateway lacks is told it has instead.
-SERVED = "POST /v1/chat/completions, POST /v1/messages and POST /v1/responses/compact"
+SERVED = "POST /v1/chat/completions, POST /v1/messages, POST /v1/responses and POST /v1/responses/compact"
 
 
 @csrf_exempt
 def responses_not_served(request: HttpRequest, rest: str = "") -> HttpResponse:
-    """``/v1/responses`` (creating or reading responses) is not served: an OpenAI-shaped 404
-    that names what is, so an SDK raises NotFoundError with a message that says what to do."""
+    """Reading responses back (``GET /v1/responses/{id}``, its input items, cancel, delete) is
+    not served: an OpenAI-shaped 404 that names what is, so an SDK raises NotFoundError with a
+    message that says what to do."""
     try:
         _project(request)
     except GatewayError as exc:
         return exc.response()
     return GatewayError(404, f"{request.method} {request.path} is not served by this gateway; it serves {SERVED} "
-                             f"(send the whole conversation each time: the gateway keeps and compacts it)",
+                             f"(the gateway keeps each conversation as a session: send it whole, or continue a response by "
+                             f"its previous_response_id)",
                         code="unsupported_endpoint").response()

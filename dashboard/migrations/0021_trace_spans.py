@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0018_gateway_one_session'),
+        ('dashboard', '0020_gateway_responses'),
     ]
 
     operations = [

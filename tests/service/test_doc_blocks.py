@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.models import ApiKey, CompactionRun, Project, Session
+from dashboard.models import ApiKey, CompactionRun, GatewayCall, Project, Session
 from dashboard.services.keys import create_api_key, get_or_create_project
 from tests.support.llm_server import ok
 
@@ -129,6 +129,8 @@ def _anthropic_compacts(project: Project, key_row: ApiKey) -> None:
 def _agents_turns(project: Project, key_row: ApiKey) -> None:
     stored = Session.objects.get(project=project, title="run-42")
     assert stored.message_count == 4, "both turns (each with its own asyncio.run) are in the service session"
+    endpoints = set(GatewayCall.objects.filter(session__project=project).values_list("endpoint", "status_code"))
+    assert endpoints == {("responses", 200)}, "the SDK's model calls went to the gateway's Responses API"
 
 
 CHECKS: list[tuple[str, Callable[[Project, ApiKey], None]]] = [

@@ -11,6 +11,7 @@ import pytest
 from dashboard.models import CompactionRun, GatewayCall, GatewaySession, StoredMessage
 from tests.service import test_gateway
 from tests.service.test_gateway import Client, sdk
+from tests.support.llm_server import ok
 
 gateway = test_gateway.gateway  # the fixture: the scripted server as the operator's upstream
 
@@ -109,7 +110,7 @@ def test_same_items_and_policy_give_the_same_window(gateway, project, llm_server
 @pytest.mark.parametrize(("body", "param", "words"), [
     ({"input": [{"type": "web_search_call", "id": "ws_1"}]}, "input[0].type", "web_search_call"),
     ({"input": [{"type": "compaction", "encrypted_content": "gAAAA-opaque"}]}, "input[0]", "not made by this gateway"),
-    ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "send the conversation"),
+    ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id", "no response 'resp_1' is kept"),
     ({"input": [{"type": "function_call_output", "call_id": "nope", "output": "x"}]}, None, "nope"),
     ({"input": "hi", "tools": []}, "tools", "Unrecognized"),
 ])
@@ -122,15 +123,42 @@ def test_a_bad_compact_body_is_a_400_naming_what_to_fix(gateway, project, llm_se
     assert words in bad.value.message
 
 
-def test_responses_create_is_a_404_that_names_what_is_served(gateway, project, llm_server):
+def test_reading_a_response_back_is_a_404_that_names_what_is_served(gateway, project, llm_server):
     oai = sdk(gateway, project.test_key)
     with pytest.raises(openai.NotFoundError) as missing:
-        oai.responses.create(model="gpt-4o", input="hello")
-    assert "/v1/chat/completions" in missing.value.message and "/v1/responses/compact" in missing.value.message
+        oai.responses.retrieve("resp_123")
+    message = missing.value.body["message"]
+    assert "POST /v1/responses and" in message and "/v1/responses/compact" in message and "previous_response_id" in message
     assert missing.value.body["code"] == "unsupported_endpoint"
     with pytest.raises(openai.AuthenticationError):
         sdk(gateway, "not-a-key").responses.create(model="gpt-4o", input="hello")
     assert not llm_server.requests
+
+
+def test_the_compacted_window_sent_back_to_responses_create_continues_the_session(gateway, project, llm_server):
+    """The output of ``responses.compact`` is the client's new history: sent back with a new
+    question to ``responses.create``, its compaction item stands for the stored messages it
+    replaced, so the session continues (no fork) and the upstream gets the compacted context."""
+    oai = sdk(gateway, project.test_key)
+    items = _items(20)
+    raw = oai.responses.with_raw_response.compact(model="gpt-4o", input=items, instructions=INSTRUCTIONS)
+    sid = int(raw.headers["x-compaction-session"])
+    window = [o.model_dump() for o in raw.parse().output]
+    compaction = next(o for o in window if o["type"] == "compaction")
+    # what an SDK keeps of the item is enough: the Agents SDK, for one, drops created_by
+    kept = [{k: v for k, v in o.items() if k != "created_by"} for o in window]
+    llm_server.script(ok("There are 800 helpers."))
+    out = oai.responses.with_raw_response.create(model="gpt-4o", instructions=INSTRUCTIONS,
+                                                 input=kept + [{"role": "user", "content": "Count the helpers."}])
+    assert out.parse().output_text == "There are 800 helpers."
+    assert int(out.headers["x-compaction-session"]) == sid, "the compacted window continues its session"
+    assert GatewaySession.objects.count() == 1
+    stored = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
+    assert len(stored) == len(items) + 3 and stored[-2] == {"role": "user", "content": "Count the helpers."}
+    sent = llm_server.requests[0].json["messages"]
+    assert any(compaction["summary"] in str(m.get("content")) for m in sent), "the upstream got the summary"
+    assert "def helper_0_1(" not in json.dumps(sent), "and not what it replaced"
+    assert sent[-1] == {"role": "user", "content": "Count the helpers."}
 
 
 def test_a_conversation_with_nothing_to_compact_comes_back_as_it_is(gateway, project, llm_server):

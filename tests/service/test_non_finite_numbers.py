@@ -171,7 +171,7 @@ def test_the_lazy_fast_path_refuses_one_in_the_messages_it_decodes(token):
     assert f"messages[{n}].weight: {token} is not a number JSON allows" in refused.value.message
 
 
-def test_anthropic_messages_and_responses_compact_bodies_refuse_it(gw, llm_server, token):
+def test_anthropic_messages_and_responses_bodies_refuse_it(gw, llm_server, token):
     body = ('{"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}, '
             '{"role": "assistant", "content": [{"type": "tool_use", "id": "tu_1", "name": "read", '
             f'"input": {{"n": {token}}}}}]}}, '
@@ -179,4 +179,5 @@ def test_anthropic_messages_and_responses_compact_bodies_refuse_it(gw, llm_serve
     _gateway_refused(gw("/v1/messages", body), "messages[1].content[0].input.n", token)
     body = f'{{"model": "gpt-4o", "input": [{{"type": "message", "role": "user", "content": "hi", "x": {token}}}]}}'
     _gateway_refused(gw("/v1/responses/compact", body), "input[0].x", token)
+    _gateway_refused(gw("/v1/responses", body), "input[0].x", token)
     assert not llm_server.requests and not Session.objects.exists()
