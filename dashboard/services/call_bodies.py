@@ -143,6 +143,9 @@ class _Split:
 
 # The last array each session sent from this process and its piece ids: the next call
 # usually sends it again with a few elements more, so only those are cut and looked up.
+# An entry is set once the body listing its ids has committed (a rolled-back write leaves
+# none), and checked against the rows before it is used (a session id SQLite gave again
+# after a delete, pieces a sweep removed).
 _SPLITS: OrderedDict[int, _Split] = OrderedDict()
 _SPLITS_MAX = 2_000
 _LOCK = threading.Lock()
@@ -151,11 +154,25 @@ _LOCK = threading.Lock()
 def _cached(session_id: int) -> _Split | None:
     with _LOCK:
         entry = _SPLITS.get(session_id)
+    if entry is None:
+        return None
     # Its ids are safe while the body that listed them is kept (the sweep keeps the pieces
     # of kept bodies); well before that body expires, the entry is dropped.
-    if entry is not None and time.time() - entry.used > _retention_seconds() / 2:
+    if time.time() - entry.used > _retention_seconds() / 2:
         return None
+    if entry.ids:
+        ends = {entry.ids[0], entry.ids[-1]}
+        if GatewayPiece.objects.filter(session_id=session_id, pk__in=ends).count() != len(ends):
+            return None
     return entry
+
+
+def _remember(session_id: int, entry: _Split) -> None:
+    with _LOCK:
+        _SPLITS[session_id] = entry
+        _SPLITS.move_to_end(session_id)
+        while len(_SPLITS) > _SPLITS_MAX:
+            _SPLITS.popitem(last=False)
 
 
 def _array_ids(session_id: int, array: str) -> list[int] | None:
@@ -174,11 +191,7 @@ def _array_ids(session_id: int, array: str) -> list[int] | None:
         if elements is None:
             return None
         ids = _piece_ids(session_id, elements)
-    with _LOCK:
-        _SPLITS[session_id] = _Split(array, ids, time.time())
-        _SPLITS.move_to_end(session_id)
-        while len(_SPLITS) > _SPLITS_MAX:
-            _SPLITS.popitem(last=False)
+    transaction.on_commit(lambda: _remember(session_id, _Split(array, ids, time.time())))
     return ids
 
 

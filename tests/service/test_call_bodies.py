@@ -5,17 +5,20 @@ Driven by the real ``openai`` and ``anthropic`` SDKs against a live server, with
 scripted OpenAI-compatible server (real HTTP) as the upstream."""
 from __future__ import annotations
 
+import io
 import json
+import re
 from datetime import timedelta
 
 import anthropic
 import pytest
+from django.core.management import call_command
 from django.db.models.functions import Length
 from django.db.models import Sum
 
 from dashboard.models import GatewayCall, GatewayCallBody, GatewayPiece
 from dashboard.services import call_bodies
-from dashboard.services.call_bodies import rebuilt, split_array, sweep_expired
+from dashboard.services.call_bodies import rebuilt, split_array
 from tests.service import test_gateway
 from tests.service.test_gateway import agent_loop, sdk
 from tests.support import gateway_writes
@@ -120,7 +123,9 @@ def test_expired_bodies_and_the_pieces_only_they_used_are_deleted(gateway, proje
         created_at=call_bodies.timezone.now() - timedelta(days=settings.GATEWAY_CALL_BODY_DAYS + 1))
     pieces_before = GatewayPiece.objects.filter(session_id=sid).count()
 
-    bodies, pieces = sweep_expired()
+    out = io.StringIO()
+    call_command("prune_call_bodies", stdout=out)
+    bodies, pieces = (int(w) for w in re.findall(r"\d+", out.getvalue()))
     assert bodies == 2 and pieces >= 1
     assert GatewayPiece.objects.filter(session_id=sid).count() == pieces_before - pieces
     left = GatewayCallBody.objects.get(session_id=sid)
