@@ -12,7 +12,6 @@ from .auth import BearerKey, HeaderKey
 from .parser import JsonBodyParser
 
 
-
 class StudioAPI(NinjaAPI):
     """The API, whose OpenAPI document also describes the gateway's endpoints (served by
     ``dashboard.gateway``, outside django-ninja: see ``gateway_docs``)."""

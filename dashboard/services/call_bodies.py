@@ -175,24 +175,24 @@ def _remember(session_id: int, entry: _Split) -> None:
             _SPLITS.popitem(last=False)
 
 
-def _array_ids(session_id: int, array: str) -> list[int] | None:
-    """Piece ids of the array's elements (None when it is not cut: see ``split_array``)."""
+def _array_ids(session_id: int, array: str, also: list[str]) -> tuple[list[int] | None, list[int]]:
+    """(piece ids of the array's elements, or None when it is not cut: see ``split_array``;
+    piece ids of the texts ``also``), looked up together."""
     entry = _cached(session_id)
+    known: list[int] = []
     if entry is not None and array == entry.array:
-        ids = list(entry.ids)
+        known, more = list(entry.ids), []
     elif (entry is not None and len(entry.array) > 2 and len(array) > len(entry.array)
           and array.startswith(entry.array[:-1]) and array[len(entry.array) - 1] == ","):
-        more = split_array(array, len(entry.array))
-        if more is None:
-            return None
-        ids = entry.ids + _piece_ids(session_id, more)
+        known, more = entry.ids, split_array(array, len(entry.array))
     else:
-        elements = split_array(array)
-        if elements is None:
-            return None
-        ids = _piece_ids(session_id, elements)
+        more = split_array(array)
+    if more is None:
+        return None, []
+    found = _piece_ids(session_id, more + also)
+    ids = known + found[:len(more)]
     transaction.on_commit(lambda: _remember(session_id, _Split(array, ids, time.time())))
-    return ids
+    return ids, found[len(more):]
 
 
 def _runs(ids: list[int]) -> list[list[int]]:
@@ -227,9 +227,10 @@ def store(call: GatewayCall, body: CallBody) -> GatewayCallBody | None:
     sent = body.sent
     if sent is not None:
         data = sent.payload()
-        ids = _array_ids(sid, sent.array)
-        head = sent.before if ids is not None else sent.before + sent.array
-        head_id, client_id = _piece_ids(sid, [head, fields])
+        ids, extra = _array_ids(sid, sent.array, [sent.before, fields])
+        if ids is None:  # an array not cut is kept whole, with the text before it
+            extra = _piece_ids(sid, [sent.before + sent.array, fields])
+        head_id, client_id = extra
         row.sent_head, row.sent_runs = head_id, _runs(ids) if ids is not None else None
         row.sent_tail, row.sent_exact, row.sent_to = sent.after, sent.exact, sent.to[:300]
         row.sent_sha256, row.sent_bytes = hashlib.sha256(data).hexdigest(), len(data)
