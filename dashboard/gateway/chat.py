@@ -27,6 +27,10 @@ from .live import forwarded
 log = logging.getLogger("dashboard.gateway")
 
 
+# The client's API of each endpoint, as the call inspector names it (``CallBody.format``).
+_FORMATS = {"messages": "anthropic", "responses": "responses"}
+
+
 @dataclass
 class Prepared:
     body: ChatBody
@@ -72,7 +76,7 @@ class Prepared:
             fields.update({k: v for k, v in (("tools", body.tools), ("metadata", body.metadata), ("user", body.user))
                            if v})
         reply = {"error": error.error_object()} if error is not None else self.reply
-        return CallBody(format="anthropic" if self.endpoint == "messages" else "chat", fields=fields,
+        return CallBody(format=_FORMATS.get(self.endpoint, "chat"), fields=fields,
                         messages=body.count, added=self.placement.added, upto=self.placement.gateway.stored_count,
                         sent=self.sent, reply=reply)
 

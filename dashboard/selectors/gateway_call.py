@@ -93,7 +93,7 @@ def call_page(call: GatewayCall) -> CallPage:
     body = GatewayCallBody.objects.filter(call_id=call.pk).first()
     total = (call.upstream_ms or 0) + (call.overhead_ms or 0) if call.overhead_ms is not None else None
     share = round(100 * (call.upstream_ms or 0) / total) if total else None
-    common = dict(call=call, cost=usd_text(call.cost_usd), priced=call.cost_usd is not None,
+    common: dict[str, Any] = dict(call=call, cost=usd_text(call.cost_usd), priced=call.cost_usd is not None,
                   gap="–" if call.endpoint in NO_GAP else gap_text(call.estimated_prompt_tokens, call.provider_prompt_tokens),
                   total_ms=total, upstream_share=share, retention_days=float(settings.GATEWAY_CALL_BODY_DAYS))
     if body is None:

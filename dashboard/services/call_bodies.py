@@ -180,6 +180,7 @@ def _array_ids(session_id: int, array: str, also: list[str]) -> tuple[list[int] 
     piece ids of the texts ``also``), looked up together."""
     entry = _cached(session_id)
     known: list[int] = []
+    more: list[str] | None
     if entry is not None and array == entry.array:
         known, more = list(entry.ids), []
     elif (entry is not None and len(entry.array) > 2 and len(array) > len(entry.array)

@@ -8,18 +8,23 @@ from __future__ import annotations
 import io
 import json
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import anthropic
 import openai
 import pytest
 from django.core.management import call_command
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.db.models.functions import Length
 
 from dashboard.models import GatewayCall, GatewayCallBody, GatewayPiece
 from dashboard.services import call_bodies
-from dashboard.services.call_bodies import rebuilt, split_array
+from dashboard.services.call_bodies import CallBody, SentBody, rebuilt, split_array
+from dashboard.services.gateway_calls import record_call
+from dashboard.services.sessions import convert_payload, import_session
 from tests.service import test_gateway
 from tests.service.test_gateway import agent_loop, sdk
 from tests.support import gateway_writes
@@ -32,6 +37,7 @@ def _bodies(session_id: int) -> list[GatewayCallBody]:
     return list(GatewayCallBody.objects.filter(session_id=session_id).select_related("call").order_by("call_id"))
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 def test_every_call_rebuilds_to_the_bytes_the_upstream_received_through_compactions(gateway, project, llm_server,
                                                                                     stream):
@@ -103,6 +109,7 @@ def test_a_compaction_call_keeps_its_fields_and_compaction_item(gateway, project
     assert all(item["type"] == "compaction" for item in body.reply["output"])
 
 
+@pytest.mark.postgres
 def test_expired_bodies_and_the_pieces_only_they_used_are_deleted(gateway, project, llm_server, settings):
     oai = sdk(gateway, project.test_key)
     history = [{"role": "user", "content": "first question"}]
@@ -156,3 +163,31 @@ def test_an_array_is_cut_at_its_elements_only_when_written_as_the_gateway_writes
     text = '[{"a":1},{"b":2},{"c":3}]'
     assert split_array(text, len('[{"a":1},')) == ['{"b":2}', '{"c":3}']
     assert json.loads("[" + ",".join(split_array(text)) + "]") == json.loads(text)
+
+
+@pytest.mark.postgres
+def test_parallel_calls_sending_the_same_new_messages_share_their_pieces(transactional_db, project):
+    """8 calls of one session recorded at once, each sending the same history with new
+    messages the others send too: every body rebuilds, and each text is one piece."""
+    session = import_session(project, convert_payload([{"role": "user", "content": "start"}])).session
+    shared = [json.dumps({"role": "user", "content": f"shared {i}"}) for i in range(5)]
+    arrays = ["[" + ",".join(shared + [json.dumps({"role": "user", "content": f"own {k}"})]) + "]" for k in range(8)]
+    barrier = threading.Barrier(8)
+
+    def call(k: int) -> None:
+        try:
+            barrier.wait()
+            with transaction.atomic():
+                record_call(session.pk, endpoint="chat/completions", model="gpt-4o", status_code=200,
+                            body=CallBody("chat", {"model": "gpt-4o"}, 6, 6, 6,
+                                          SentBody('{"model": "gpt-4o", "messages": ', arrays[k], "}")))
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(call, range(8)))
+    bodies = GatewayCallBody.objects.filter(session=session)
+    assert bodies.count() == 8
+    assert sorted(rebuilt(b).data for b in bodies) == sorted(
+        ('{"model": "gpt-4o", "messages": ' + a + "}").encode() for a in arrays)
+    assert GatewayPiece.objects.filter(session=session).count() == 5 + 8 + 2  # shared, own, the head, the fields
