@@ -37,13 +37,13 @@ def main() -> None:
     args = parser.parse_args()
     svc.setup_django()
 
-    from django.db import transaction
-    from django.db.models import Sum
-    from django.db.models.functions import Length
+    from django.db import transaction  # noqa: PLC0415  (needs Django set up first)
+    from django.db.models import Sum  # noqa: PLC0415  (needs Django set up first)
+    from django.db.models.functions import Length  # noqa: PLC0415  (needs Django set up first)
 
-    from dashboard.models import GatewayCall, GatewayPiece
-    from dashboard.services import call_bodies
-    from dashboard.services.call_bodies import CallBody, SentBody, rebuilt, store
+    from dashboard.models import GatewayCall, GatewayPiece  # noqa: PLC0415  (needs Django set up first)
+    from dashboard.services import call_bodies  # noqa: PLC0415  (needs Django set up first)
+    from dashboard.services.call_bodies import CallBody, SentBody, rebuilt, store  # noqa: PLC0415  (needs Django set up first)
 
     project, _key = svc.project_with_key("call-bodies")
     for size in (int(s) for s in args.sizes.split(",")):
