@@ -825,6 +825,42 @@ class GatewayCall(models.Model):
         indexes = [models.Index(fields=["session", "-id"], name="gateway_call_recent")]
 
 
+class GatewayPiece(models.Model):
+    """One text a gateway call sent upstream, kept once per session whatever the number of
+    calls that sent it: a message of the forwarded list, or the request's other fields.
+    Found again by its SHA-256 (``digest``); ``GatewayCallBody`` lists pieces by id."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    digest = models.CharField(max_length=64)
+    text = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "digest"], name="gateway_piece_unique")]
+
+
+class GatewayCallBody(models.Model):
+    """What the call inspector shows of a call beyond its figures (``services/call_bodies``):
+    what the client sent (its fields as sent; its messages as the positions of the session's
+    history they are stored at), the body sent upstream as pieces (``GatewayPiece`` ids, in
+    runs) between the literal text before and after them, and the reply. ``sent_sha256`` and
+    ``sent_bytes`` are those of the exact bytes sent, so a rebuild proves itself. Deleted
+    after ``GATEWAY_CALL_BODY_DAYS``."""
+
+    call = models.OneToOneField(GatewayCall, on_delete=models.CASCADE, primary_key=True, related_name="body")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    client = JSONTextField(default=dict)
+    client_piece = models.BigIntegerField(null=True, blank=True)
+    sent_head = models.BigIntegerField(null=True, blank=True)
+    sent_runs = JSONTextField(null=True, blank=True)
+    sent_tail = models.TextField(blank=True, default="")
+    sent_sha256 = models.CharField(max_length=64, blank=True, default="")
+    sent_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    sent_exact = models.BooleanField(default=True)
+    sent_to = models.CharField(max_length=300, blank=True, default="")
+    reply = JSONTextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
 class SweepStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"

@@ -291,6 +291,10 @@ GATEWAY_API_KEY = os.environ.get("GATEWAY_API_KEY", "").strip()
 # worker is executing before it answers with what it has.
 GATEWAY_TIMEOUT = env_float("GATEWAY_TIMEOUT", 600.0)
 GATEWAY_COMPACTION_WAIT = env_float("GATEWAY_COMPACTION_WAIT", 120.0)
+# Days the call inspector keeps what each call sent and got back (GatewayCallBody; the call's
+# figures stay); 0 keeps none. Checked at most every GATEWAY_CALL_BODY_SWEEP seconds per process.
+GATEWAY_CALL_BODY_DAYS = env_float("GATEWAY_CALL_BODY_DAYS", 14.0)
+GATEWAY_CALL_BODY_SWEEP = env_float("GATEWAY_CALL_BODY_SWEEP", 3600.0)
 
 # -- runs ------------------------------------------------------------------------------------
 RUN_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT", 600)

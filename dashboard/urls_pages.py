@@ -8,6 +8,7 @@ from .views import (
     before_after,
     docs,
     force_summarize,
+    gateway_call,
     gateway_calls,
     layout,
     overview,
@@ -45,6 +46,8 @@ urlpatterns = [
     path("sessions/<int:pk>/messages/<int:position>/", session_page.message_full, name="message"),
     path("sessions/<int:pk>/force/", force_summarize.force_summarize, name="force"),
     path("sessions/<int:pk>/calls/", gateway_calls.calls, name="gateway-calls"),
+    path("calls/<int:pk>/", gateway_call.call_detail, name="gateway-call"),
+    path("calls/<int:pk>/upstream.json", gateway_call.upstream_json, name="gateway-call-upstream"),
     path("runs/<int:pk>/progress/", force_summarize.run_progress, name="run-progress"),
 
     path("runs/<int:pk>/", run_page.run_detail, name="run"),

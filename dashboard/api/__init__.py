@@ -2,13 +2,27 @@
 (swagger-ui served from our own static files, no CDN)."""
 from __future__ import annotations
 
-from ninja import NinjaAPI
+from typing import Any
 
-from . import archive, errors, policies, runs, sessions
+from ninja import NinjaAPI
+from ninja.openapi.schema import OpenAPISchema
+
+from . import archive, errors, gateway_docs, policies, runs, sessions
 from .auth import BearerKey, HeaderKey
 from .parser import JsonBodyParser
 
-api = NinjaAPI(
+
+class StudioAPI(NinjaAPI):
+    """The API, whose OpenAPI document also describes the gateway's endpoints (served by
+    ``dashboard.gateway``, outside django-ninja: see ``gateway_docs``)."""
+
+    def get_openapi_schema(self, *, path_prefix: str | None = None,
+                           path_params: dict[str, Any] | None = None) -> OpenAPISchema:
+        return gateway_docs.add_to(super().get_openapi_schema(path_prefix=path_prefix,  # type: ignore[return-value]
+                                                              path_params=path_params))
+
+
+api = StudioAPI(
     title="Compaction studio API",
     version="1.0",
     description=(

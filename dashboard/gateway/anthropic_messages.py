@@ -45,6 +45,7 @@ _VERSION = re.compile(r"^20\d\d-[01]\d-[0-3]\d$")
 class MessagesRequest:
     chat: ChatBody
     edits: ContextEdits
+    fields: dict[str, Any]  # the body's fields other than its messages, as sent (the call's inspector page)
 
 
 def check_version(value: str | None) -> None:
@@ -119,7 +120,8 @@ def parse(data: bytes) -> MessagesRequest:
     tools = _validated(messages, tools)
     edits = parse_context_management(body.get("context_management"))
     return MessagesRequest(ChatBody(model=model, messages=messages, stream=bool(stream), include_usage=True,
-                                    tools=tools, params=params, user=user), edits)
+                                    tools=tools, params=params, user=user), edits,
+                           {k: v for k, v in body.items() if k != "messages"})
 
 
 @dataclass
@@ -157,7 +159,8 @@ def answer(project: Project, req: MessagesRequest, session_header: str | None) -
     """Run the request; a GatewayError before anything is sent (the view shapes it)."""
     base, _row = project_policy(project)
     overrides = check_against(req.edits, base)
-    prep = chat.prepare(project, req.chat, session_header, overrides or None, endpoint="messages")
+    prep = chat.prepare(project, req.chat, session_header, overrides or None, endpoint="messages",
+                        request_fields=req.fields)
     leading = _leading(prep, req.edits)
     model = req.chat.model
     if leading and req.edits.pause_after_compaction and prep.run is not None:
@@ -171,6 +174,7 @@ def answer(project: Project, req: MessagesRequest, session_header: str | None) -
         message = wire.to_message(chat.complete(prep), model, leading)
         if managed is not None:
             message["context_management"] = managed
+        prep.reply = dict(prep.reply or {}, answer=message)  # the reply as this client got it
         return Answer(prep, message=message)
     chunks = chat.stream(prep)
     # The first chunk is awaited here, so an upstream that fails at once answers with its

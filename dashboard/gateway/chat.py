@@ -14,6 +14,7 @@ from typing import Any
 from compaction import Policy
 
 from ..models import CompactionRun, Project, Session
+from ..services.call_bodies import CallBody, SentBody
 from ..services.gateway_calls import record_quietly
 from ..services.policies import apply_service_defaults, project_policy
 from . import upstream
@@ -24,6 +25,10 @@ from .identity import Placement, place, store_reply
 from .live import Forwarded, forwarded
 
 log = logging.getLogger("dashboard.gateway")
+
+
+# The client's API of each endpoint, as the call inspector names it (``CallBody.format``).
+_FORMATS = {"messages": "anthropic", "responses": "responses"}
 
 
 @dataclass
@@ -40,9 +45,14 @@ class Prepared:
     # what is left to do once the answer has been sent (see ``complete``); the view hands it
     # to the response (``sent.AnswerThen``)
     after: Callable[[], None] | None = None
+    # for the call's inspector page (``call_body``): the client's fields as sent when the
+    # endpoint has them (else read back from ``body``), the body sent upstream, the reply
+    request_fields: dict[str, Any] | None = None
+    sent: SentBody | None = None
+    reply: Any = None
 
     def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None,
-               answered: float | None = None) -> None:
+               answered: float | None = None, error: GatewayError | None = None) -> None:
         """The call's ``GatewayCall`` row: our estimate of what was sent beside the provider's usage.
         Its overhead is the time spent here, less the upstream's, until the answer was ready
         (``answered``; else now)."""
@@ -50,7 +60,25 @@ class Prepared:
         record_quietly(self.session.pk, endpoint=self.endpoint, model=self.body.model, status_code=status,
                        run=self.run, estimated_prompt_tokens=self.session.context_total, usage=usage,
                        upstream_ms=upstream_s * 1000 if upstream_s is not None else None,
-                       overhead_ms=(elapsed - (upstream_s or 0.0)) * 1000)
+                       overhead_ms=(elapsed - (upstream_s or 0.0)) * 1000, body=self.call_body(error))
+
+    def keep_sent(self, sent: SentBody) -> None:
+        self.sent = sent
+
+    def call_body(self, error: GatewayError | None = None) -> CallBody:
+        """What the call's inspector page shows (``services/call_bodies``)."""
+        body = self.body
+        fields = self.request_fields
+        if fields is None:
+            fields = {"model": body.model, **body.params, "stream": body.stream}
+            if body.stream:
+                fields["stream_options"] = {"include_usage": body.include_usage}
+            fields.update({k: v for k, v in (("tools", body.tools), ("metadata", body.metadata), ("user", body.user))
+                           if v})
+        reply = {"error": error.error_object()} if error is not None else self.reply
+        return CallBody(format=_FORMATS.get(self.endpoint, "chat"), fields=fields,
+                        messages=body.count, added=self.placement.added, upto=self.placement.gateway.stored_count,
+                        sent=self.sent, reply=reply)
 
 
 def policy_for(project: Project, model: str) -> Policy:
@@ -63,10 +91,12 @@ def policy_for(project: Project, model: str) -> Policy:
 
 def prepare(project: Project, body: ChatBody, session_header: str | None,
             overrides: dict[str, Any] | None = None, endpoint: str = "chat/completions",
-            started: float | None = None) -> Prepared:
+            started: float | None = None, request_fields: dict[str, Any] | None = None) -> Prepared:
     """Store the request's new messages and compact when due (``overrides``: the request's
     own changes to the session's policy, see ``compact``; ``endpoint``: the label of the
-    call's row; ``started``: when the call's overhead starts, if before this)."""
+    call's row; ``started``: when the call's overhead starts, if before this;
+    ``request_fields``: the client's fields other than its messages, as sent, for the call's
+    inspector page)."""
     started = started if started is not None else time.perf_counter()
     up = upstream.resolve(body.model)
     if not upstream.relayed(up):  # (an OpenAI-compatible upstream fetches images itself)
@@ -83,7 +113,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
             session, run = before_call(placement.session, placement.policy, overrides)
         except GatewayError as exc:  # e.g. still over the window: the session has the messages, and the call its row
             Prepared(body, up, placement, placement.session, None, "[]", started=started,
-                     endpoint=endpoint).record(exc.status)
+                     endpoint=endpoint, request_fields=request_fields).record(exc.status, error=exc)
             raise
         # The live context is the stored texts plus the tail rows appended since (read in one
         # statement, so a commit in between cannot tear it): the texts alone would miss the
@@ -95,7 +125,8 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         refusal = GatewayError(500, f"the gateway refused to send a context with a broken tool-call pair "
                                     f"({live.broken}); the client's messages are stored in session {session.pk}",
                                type="server_error")
-        Prepared(body, up, placement, session, run, live.text, started=started, endpoint=endpoint).record(refusal.status)
+        Prepared(body, up, placement, session, run, live.text, started=started, endpoint=endpoint,
+                 request_fields=request_fields).record(refusal.status, error=refusal)
         raise refusal
     headers = {"X-Compaction-Session": str(session.pk), "X-Context-Tokens": str(session.context_total)}
     if run is not None:
@@ -104,7 +135,8 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         headers["X-Compaction-Forked-From"] = str(placement.forked_from)
         headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} "
                                           f"({placement.fork_reason}); it started session {session.pk}")
-    return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint)
+    return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint,
+                    request_fields=request_fields)
 
 
 def _reply(message: Any) -> dict[str, Any]:
@@ -140,11 +172,12 @@ def complete(prep: Prepared) -> dict[str, Any]:
     then, by position: see ``identity.store_reply``)."""
     sent = time.perf_counter()
     try:
-        response = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=False)
+        response = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=False,
+                                 keep=prep.keep_sent)
         if not getattr(response, "choices", None):
             raise GatewayError(502, "the upstream answered without a choice", type="server_error")
     except GatewayError as exc:
-        prep.record(exc.status, upstream_s=time.perf_counter() - sent)
+        prep.record(exc.status, upstream_s=time.perf_counter() - sent, error=exc)
         raise
     upstream_s = time.perf_counter() - sent
     choice = response.choices[0]
@@ -152,6 +185,7 @@ def complete(prep: Prepared) -> dict[str, Any]:
     usage = _usage(getattr(response, "usage", None))
     message = dict(reply, refusal=None)
     answered = time.perf_counter()
+    prep.reply = {"message": reply, "finish_reason": choice.finish_reason or "stop", "usage": usage}
     prep.after = lambda: _store_reply(prep, reply, usage, upstream_s, answered)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
@@ -185,9 +219,10 @@ def stream(prep: Prepared) -> Iterator[dict[str, Any]]:
     it, it ends the stream with an error event."""
     sent = time.perf_counter()
     try:
-        chunks = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=True)
+        chunks = upstream.call(prep.up, prep.messages_text, prep.body.tools, prep.body.params, stream=True,
+                               keep=prep.keep_sent)
     except GatewayError as exc:
-        prep.record(exc.status, upstream_s=time.perf_counter() - sent)
+        prep.record(exc.status, upstream_s=time.perf_counter() - sent, error=exc)
         raise
     return _relay(prep, chunks, sent)
 
@@ -236,11 +271,11 @@ def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]
                            "choices": [{"index": 0, "delta": out_delta, "logprobs": None,
                                         "finish_reason": choice.finish_reason}]}
     except GatewayError as exc:
-        prep.record(exc.status, usage, time.perf_counter() - sent)
+        prep.record(exc.status, usage, time.perf_counter() - sent, error=exc)
         raise
     except Exception as exc:  # noqa: BLE001 - the upstream failing mid-stream
         failure = upstream.upstream_error(exc)
-        prep.record(failure.status, usage, time.perf_counter() - sent)
+        prep.record(failure.status, usage, time.perf_counter() - sent, error=failure)
         raise failure from None
     upstream_s = time.perf_counter() - sent
     reply: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
@@ -248,6 +283,7 @@ def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]
         reply["tool_calls"] = [calls[i] for i in sorted(calls)]
     if reply["content"] is None and not calls:
         reply["content"] = ""
+    prep.reply = {"message": reply, "finish_reason": finish or "stop", "usage": usage, "streamed": True}
     # stored before the stream's last events: a streaming client has been reading all along,
     # so the write is not what it waits for
     _store_reply(prep, reply, usage, upstream_s)

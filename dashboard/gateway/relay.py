@@ -52,10 +52,16 @@ def _client(api_base: str, timeout: float) -> httpx.Client:
                         limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
 
 
+def body_parts(model: str, fields: dict[str, Any]) -> tuple[str, str]:
+    """The request body's text before and after the messages' text (see ``body``)."""
+    rest = json.dumps(dict(fields, model=model), ensure_ascii=False)
+    return rest[:-1] + ', "messages": ', "}"
+
+
 def body(model: str, messages_text: str, fields: dict[str, Any]) -> bytes:
     """The request body: ``fields`` as JSON with the messages' text spliced in as it is."""
-    rest = json.dumps(dict(fields, model=model), ensure_ascii=False)
-    return (rest[:-1] + ', "messages": ' + messages_text + "}").encode("utf-8")
+    before, after = body_parts(model, fields)
+    return (before + messages_text + after).encode("utf-8")
 
 
 def _error(status: int, text: str, headers: httpx.Headers) -> GatewayError:

@@ -17,6 +17,7 @@ from typing import Any
 from django.utils import timezone
 
 from ..models import CompactionRun, Project, RunStatus, Session, SessionContext
+from ..services.call_bodies import CallBody
 from ..services.gateway_calls import record_quietly
 from . import chat, upstream
 from .body import ChatBody, check_messages, json_object, model_name
@@ -39,6 +40,7 @@ class CompactBody:
     input: Any
     instructions: str | None
     previous_response_id: str | None
+    fields: dict[str, Any]  # the body's fields other than its input, as sent (the call's inspector page)
 
 
 def parse(data: bytes) -> CompactBody:
@@ -57,7 +59,8 @@ def parse(data: bytes) -> CompactBody:
         raise bad_request("previous_response_id: give a response id", param="previous_response_id")
     if "input" not in body and previous is None:
         raise bad_request("input: give a string or a list of items", param="input")
-    return CompactBody(model, body.get("input", []), instructions or None, previous)
+    return CompactBody(model, body.get("input", []), instructions or None, previous,
+                       {k: v for k, v in body.items() if k != "input"})
 
 
 def _usage(run: CompactionRun) -> dict[str, int]:
@@ -106,20 +109,26 @@ def compact(project: Project, data: bytes, session_header: str | None) -> tuple[
     compaction_s = time.perf_counter() - compaction_started
     usage = _usage(run)
 
-    def record(status: int) -> None:
+    def record(status: int, reply: Any) -> None:
+        # nothing is sent upstream but the summarizer's request, which the run page shows
+        inspected = CallBody(format="compact", fields=body.fields, messages=len(messages), added=placement.added,
+                             upto=placement.gateway.stored_count, reply=reply)
         record_quietly(session.pk, endpoint=ENDPOINT, model=body.model, status_code=status, run=run.pk,
                        estimated_prompt_tokens=before, usage=usage, price_model=run.model or None,
                        upstream_ms=compaction_s * 1000,
-                       overhead_ms=(time.perf_counter() - started - compaction_s) * 1000)
+                       overhead_ms=(time.perf_counter() - started - compaction_s) * 1000, body=inspected)
 
     if run.status not in (RunStatus.SUCCEEDED, RunStatus.SKIPPED):
         failure = GatewayError(502, f"the compaction did not succeed (run {run.pk}, {run.status}): "
                                     f"{run.error or 'see the run page'}; the items are stored in session {session.pk}",
                                type="server_error")
-        record(failure.status)
+        record(failure.status, {"error": failure.error_object()})
         raise failure
     answer = _answer(session, run, body, usage, placement.gateway.stored_count)
-    record(200)
+    # the output's messages are the live context, which the session page shows: the record
+    # keeps the compaction items and how many items there were, not a copy of the context
+    record(200, dict({k: v for k, v in answer.items() if k != "output"}, output_items=len(answer["output"]),
+                     output=[item for item in answer["output"] if item.get("type") == "compaction"]))
     headers = {"X-Compaction-Session": str(session.pk), "X-Compaction-Run": str(run.pk),
                "X-Context-Tokens": str(session.context_total)}
     return answer, headers

@@ -63,6 +63,8 @@ class ResponsesRequest:
     compact_threshold: int | None = None
     # request fields the Response object repeats
     echo: dict[str, Any] = field(default_factory=dict)
+    # the body's fields other than its input, as sent (the call's inspector page)
+    fields: dict[str, Any] = field(default_factory=dict)
 
     def overrides(self, base: Policy) -> dict[str, Any] | None:
         """The policy overrides of this request's compaction entry, checked against ``base``."""
@@ -271,4 +273,5 @@ def parse(data: bytes) -> ResponsesRequest:
             "user": user, "reasoning": {"effort": effort, "summary": None}}
     return ResponsesRequest(model=model, input=body.get("input", []), instructions=instructions or None, stream=stream,
                             tools=tools, params=params, metadata=metadata, user=user, previous_response_id=previous,
-                            compaction=compaction, compact_threshold=threshold, echo=echo)
+                            compaction=compaction, compact_threshold=threshold, echo=echo,
+                            fields={k: v for k, v in body.items() if k != "input"})

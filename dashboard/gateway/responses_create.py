@@ -82,7 +82,7 @@ def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, A
     message named as part of the input."""
     try:
         return chat.prepare(project, _chat_body(req, messages), session_header, overrides, endpoint=ENDPOINT,
-                            started=started)
+                            started=started, request_fields=req.fields)
     except GatewayError as exc:
         if exc.status != 400 or not exc.message.startswith("messages["):
             raise

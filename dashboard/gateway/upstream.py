@@ -26,6 +26,7 @@ from compaction.redaction import register_secrets
 from compaction.windows import model_window
 
 from ..services import connections
+from ..services.call_bodies import SentBody
 from . import relay
 from .errors import GatewayError, upstream_failure
 
@@ -109,17 +110,23 @@ def relayed(up: Upstream) -> bool:
 
 
 def call(up: Upstream, messages_text: str, tools: list[dict[str, Any]], params: dict[str, Any],
-         stream: bool) -> Any:
+         stream: bool, keep: Callable[[SentBody], None] | None = None) -> Any:
     """One call upstream (no retries of its own: the client's SDK decides), with the messages
     as the text of their JSON array: posted as they are to an OpenAI-compatible server
-    (``relay``), else through litellm, which translates them for the provider."""
+    (``relay``), else through litellm, which translates them for the provider. ``keep`` is
+    given the body sent, before it is sent (the call inspector's record)."""
     if relayed(up):
         fields: dict[str, Any] = dict(params)
         if tools:
             fields["tools"] = tools
         if stream:
             fields.update(stream=True, stream_options={"include_usage": True})
-        data = relay.body(up.model.removeprefix("openai/"), messages_text, fields)
+        model = up.model.removeprefix("openai/")
+        before, after = relay.body_parts(model, fields)
+        data = (before + messages_text + after).encode("utf-8")
+        if keep is not None:
+            keep(SentBody(before, messages_text, after, exact=True, data=data,
+                          to=f"{up.via}: POST {(up.api_base or '').rstrip('/')}/chat/completions"))
         key = up.api_key or connections.NO_KEY
         if stream:
             return relay.stream(up.api_base or "", key, settings.GATEWAY_TIMEOUT, data)
@@ -138,10 +145,26 @@ def call(up: Upstream, messages_text: str, tools: list[dict[str, Any]], params: 
         kwargs["api_key"] = up.api_key
     if stream:
         kwargs["stream_options"] = {"include_usage": True}
+    if keep is not None:
+        keep(_handed(up, kwargs, messages_text))
     try:
         return litellm.completion(**kwargs)
     except Exception as exc:  # noqa: BLE001 - every upstream failure becomes an OpenAI error object
         raise upstream_error(exc) from None
+
+
+# litellm's arguments the call inspector leaves out: the gateway's own settings of the
+# call and where it goes (never the key).
+_NOT_SHOWN = frozenset({"messages", "api_key", "api_base", "timeout", "num_retries", "max_retries",
+                        "_skip_mcp_handler"})
+
+
+def _handed(up: Upstream, kwargs: dict[str, Any], messages_text: str) -> SentBody:
+    """The request handed to litellm, as JSON with the messages' text as forwarded: litellm
+    builds the provider's own body from it, so this is not byte for byte what left."""
+    shown = {k: v for k, v in kwargs.items() if k not in _NOT_SHOWN}
+    before = json.dumps(shown, ensure_ascii=False)[:-1] + ', "messages": '
+    return SentBody(before, messages_text, "}", exact=False, to=f"{up.via}: litellm {up.model}")
 
 
 def upstream_error(exc: Exception) -> GatewayError:

@@ -7,7 +7,7 @@ import dashboard.models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('dashboard', '0018_gateway_one_session'),
+        ('dashboard', '0019_gateway_call_body'),
     ]
 
     operations = [

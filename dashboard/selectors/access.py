@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from ..models import CompactionRun, Project, ProjectMembership, ProjectRole, Session
+from ..models import CompactionRun, GatewayCall, Project, ProjectMembership, ProjectRole, Session
 from .runs import load_run, load_run_status
 from .sessions import load_session
 
@@ -71,6 +71,15 @@ def session_for(user: Any, pk: int, need: Need = "view") -> Session:
     session = load_session(pk)
     check_access(user, session.project_id, need)
     return session
+
+
+def call_for(user: Any, pk: int, need: Need = "view") -> GatewayCall:
+    """A gateway call (with its session and project), checked through its session's project."""
+    call = GatewayCall.objects.select_related("session", "session__project").filter(pk=pk).first()
+    if call is None:
+        raise Http404("no such call")
+    check_access(user, call.session.project_id, need)
+    return call
 
 
 def run_for(user: Any, pk: int, need: Need = "view") -> CompactionRun:

@@ -30,7 +30,7 @@ def usd_text(value: Decimal | None) -> str:
     return f"${value:,.2f}"
 
 
-def _gap(ours: int | None, theirs: int | None) -> str:
+def gap_text(ours: int | None, theirs: int | None) -> str:
     """How far our estimate was from the provider's count, relative to the provider's."""
     if ours is None or not theirs:
         return "–"
@@ -72,7 +72,7 @@ def calls_page(session: Session, before: int | None = None, limit: int = CALLS_P
     rows = [CallRow(pk=c.pk, created_at=c.created_at, endpoint=c.endpoint, model=c.model, status_code=c.status_code,
                     run_id=c.run_id, estimated=c.estimated_prompt_tokens, provider_prompt=c.provider_prompt_tokens,
                     provider_completion=c.provider_completion_tokens,
-                    gap="–" if c.endpoint in NO_GAP else _gap(c.estimated_prompt_tokens, c.provider_prompt_tokens), cost=usd_text(c.cost_usd),
+                    gap="–" if c.endpoint in NO_GAP else gap_text(c.estimated_prompt_tokens, c.provider_prompt_tokens), cost=usd_text(c.cost_usd),
                     priced=c.cost_usd is not None, upstream_ms=c.upstream_ms, overhead_ms=c.overhead_ms)
             for c in found[:limit]]
     return CallsPage(rows=rows, older=rows[-1].pk if len(found) > limit else None, first_page=before is None)

@@ -15,6 +15,7 @@ from django.db import transaction
 from compaction import _env
 
 from ..models import CompactionRun, GatewayCall, Session
+from .call_bodies import CallBody, store, sweep_due
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -45,19 +46,36 @@ def _ms(value: float | None) -> int | None:
 def record_call(session: Session | int, *, endpoint: str, model: str, status_code: int,
                 run: CompactionRun | int | None = None, estimated_prompt_tokens: int | None = None,
                 usage: dict[str, Any] | None = None, price_model: str | None = None,
-                upstream_ms: float | None = None, overhead_ms: float | None = None) -> GatewayCall:
+                upstream_ms: float | None = None, overhead_ms: float | None = None,
+                body: CallBody | None = None) -> GatewayCall:
     """Write one call's row. ``usage`` is the provider's (``prompt_tokens`` and
     ``completion_tokens``, as OpenAI names them; an endpoint with other names maps them);
     ``price_model`` is the model the tokens were billed at when it is not ``model`` (the
-    summarizer's, for a compaction)."""
+    summarizer's, for a compaction). ``body``: what the call's inspector page shows (what
+    the client sent, the body sent upstream, the reply), kept by ``call_bodies``."""
     prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
-    return GatewayCall.objects.create(
+    call = GatewayCall.objects.create(
         session_id=session if isinstance(session, int) else session.pk,
         run_id=run if isinstance(run, int) or run is None else run.pk,
         endpoint=endpoint[:60], model=model[:200], status_code=status_code,
         estimated_prompt_tokens=estimated_prompt_tokens, provider_prompt_tokens=prompt,
         provider_completion_tokens=completion, cost_usd=price(price_model or model, prompt, completion),
         upstream_ms=_ms(upstream_ms), overhead_ms=_ms(overhead_ms))
+    if body is not None:
+        _keep_body(call, body)
+    return call
+
+
+def _keep_body(call: GatewayCall, body: CallBody) -> None:
+    """The call's body, under its own savepoint: a body that cannot be kept is logged and
+    leaves the call's row (and the caller's transaction) as they are."""
+    try:
+        with transaction.atomic():
+            store(call, body)
+    except Exception:  # noqa: BLE001 - the inspector's record is bookkeeping too
+        log.exception("could not keep the body of gateway call %s", call.pk)
+    # expired bodies go after the commit, outside the call's transaction
+    transaction.on_commit(sweep_due)
 
 
 def record_quietly(session_id: int, **fields: Any) -> None:

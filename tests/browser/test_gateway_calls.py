@@ -1,8 +1,9 @@
 """A session an agent built through the gateway (the real ``openai`` SDK against the live
 server, the scripted OpenAI-compatible server as the upstream) shows its Calls table and
-cost in a real browser, with no console error; the htmx "older calls" link pages. The
-screenshot it takes is docs/screenshots/gateway_calls.png (copy it from
-test-artifacts/docs/ after a UI change)."""
+cost in a real browser, with no console error; the htmx "older calls" link pages. A call
+opens from its row on its inspector page, whose download is byte for byte a body the
+upstream received. The screenshots it takes are docs/screenshots/gateway_calls.png and
+gateway_call.png (copy them from test-artifacts/docs/ after a UI change)."""
 from __future__ import annotations
 
 import openai
@@ -67,6 +68,7 @@ def test_the_calls_table_of_a_gateway_session_renders_and_pages(page, signed_in,
         oai = openai.OpenAI(base_url=live_server.url + "/v1", api_key=key, max_retries=0,
                             http_client=gateway_writes.http_client())
         _history, sid = _agent(oai, server, turns=22)
+    # (the scripted server keeps what it received after it stops)
     calls = GatewayCall.objects.filter(session_id=sid).count()
     assert calls == 24  # 22 completions, the refused one, the compaction
 
@@ -85,6 +87,24 @@ def test_the_calls_table_of_a_gateway_session_renders_and_pages(page, signed_in,
     box = page.locator('[data-testid="gateway-calls"]').bounding_box()
     page.screenshot(path=str(DOCS / "gateway_calls.png"), full_page=True,
                     clip={"x": 0, "y": 0, "width": 1400, "height": box["y"] + box["height"] + 16})
+
+    # A call opens from its row: the inspector shows what went upstream and offers it as JSON.
+    completion = table.locator("tbody tr").nth(2)
+    assert "chat/completions" in completion.inner_text()
+    completion.locator('[data-testid="call-link"]').click()
+    page.wait_for_selector('[data-testid="upstream-body"]')
+    settle(page)
+    call = GatewayCall.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+    body = page.locator('[data-testid="upstream-body"]').inner_text()
+    assert '"messages": [' in body and '"tools": [' in body and "operator-key" not in page.content()
+    assert page.locator('[data-testid="call-status"]').inner_text() == str(call.status_code)
+    with page.expect_download() as download:
+        page.click('[data-testid="upstream-download"]')
+    sent = download.value.path().read_bytes()
+    assert sent in [r.body for r in server.requests], "the download is a body the upstream received, byte for byte"
+    page.screenshot(path=str(DOCS / "gateway_call.png"), full_page=True)
+    page.go_back()
+    settle(page)
 
     page.click('[data-testid="calls-older"]')
     page.wait_for_selector("text=Newest calls")

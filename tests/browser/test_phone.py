@@ -6,6 +6,8 @@ import pytest
 
 from dashboard.models import CompactionRun, Session, StoredArchiveEntry
 from dashboard.selectors.tuning import starting_point
+from dashboard.services.call_bodies import CallBody, SentBody
+from dashboard.services.gateway_calls import record_call
 from dashboard.services.tuning_sweeps import request_sweep
 from tests.browser.conftest import settle, shot
 from tests.pages import factories
@@ -47,6 +49,13 @@ def wider_than_the_screen(page) -> list[str]:
 def test_no_page_scrolls_sideways_at_390_px(page, signed_in, console, grown):
     run = CompactionRun.objects.filter(session=grown, status="succeeded").order_by("-id").first()
     entry = StoredArchiveEntry.objects.filter(run=run).first()
+    long_line = json.dumps([{"role": "user", "content": "path/" * 60 + "x" * 200}], separators=(",", ":"))
+    call = record_call(grown, endpoint="chat/completions", model="gpt-4o-" + "z" * 60, status_code=200, run=run,
+                       estimated_prompt_tokens=1234, usage={"prompt_tokens": 1200, "completion_tokens": 30},
+                       upstream_ms=900, overhead_ms=12,
+                       body=CallBody(format="chat", fields={"model": "gpt-4o", "user": LONG_ID}, messages=2, added=1, upto=2,
+                                     sent=SentBody('{"model": "gpt-4o", "messages": ', long_line, "}"),
+                                     reply={"message": {"role": "assistant", "content": "y" * 300}}))
     pages = {
         "sessions": "/sessions/",
         "session": f"/sessions/{grown.pk}/",
@@ -54,6 +63,7 @@ def test_no_page_scrolls_sideways_at_390_px(page, signed_in, console, grown):
         "before-after": f"/runs/{run.pk}/before-after/",
         "archive": f"/sessions/{grown.pk}/archive/?entry={entry.entry_id}",
         "tuning": f"/sessions/{grown.pk}/tuning/",
+        "call": f"/calls/{call.pk}/",
     }
     page.set_viewport_size(PHONE)
     wide = {}

@@ -21,6 +21,8 @@ from dashboard.models import (
     StoredPolicy,
     TuningSweep,
 )
+from dashboard.services.call_bodies import CallBody, SentBody
+from dashboard.services.gateway_calls import record_call
 from dashboard.services.keys import create_api_key
 from dashboard.views._common import PROJECT_KEY
 from tests.pages import factories
@@ -59,6 +61,8 @@ ROUTES: dict[str, Route] = {
     "message": Route("GET", "message", "view"),
     "force": Route("POST", "session", "edit", 302),
     "gateway-calls": Route("GET", "session", "view"),
+    "gateway-call": Route("GET", "call", "view"),
+    "gateway-call-upstream": Route("GET", "call", "view"),
     "run-progress": Route("GET", "run", "view"),
     "run": Route("GET", "run", "view"),
     "before-after": Route("GET", "run", "view"),
@@ -102,9 +106,18 @@ def _args(route: Route, objs: dict) -> list:
         "project": lambda: [objs["project"].pk],
         "key": lambda: [objs["project"].pk, objs["key"].pk],
         "entry": lambda: [objs["session"].pk, objs["entry"]],
+        "call": lambda: [_gateway_call(objs["session"]).pk],
         "sweep": lambda: [TuningSweep.objects.create(project=objs["project"], session=objs["session"],
                                                      parameter="tokens", status="done").pk],
     }[route.target]()
+
+
+def _gateway_call(session):
+    """A gateway call of the session with its body kept (what the inspector and its download read)."""
+    sent = SentBody('{"model": "gpt-4o", "messages": ', '[{"role":"user","content":"acme secret"}]', "}")
+    return record_call(session, endpoint="chat/completions", model="gpt-4o", status_code=200,
+                       body=CallBody(format="chat", fields={"model": "gpt-4o"}, messages=1, added=0, upto=1, sent=sent,
+                                     reply={"message": {"role": "assistant", "content": "ok"}}))
 
 
 def _call(client, name: str, objs: dict):

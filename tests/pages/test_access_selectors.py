@@ -9,7 +9,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from dashboard.models import CompactionRun, ProjectMembership, Session
+from dashboard.models import CompactionRun, GatewayCall, ProjectMembership, Session
 from dashboard.selectors import access
 from dashboard.services.keys import get_or_create_project
 
@@ -142,3 +142,19 @@ def test_a_runs_progress_block_is_for_anyone_who_may_see_the_run(world):
         access.run_status_for(u["outsider"], runs["alpha"].pk)
     with pytest.raises(Http404):
         access.run_status_for(u["owner"], runs["gamma"].pk)
+
+
+def test_a_gateway_call_is_seen_through_its_sessions_project(world):
+    u, s = world["users"], world["sessions"]
+    call = GatewayCall.objects.create(session=s["alpha"], endpoint="chat/completions", model="gpt-4o", status_code=200)
+    other = GatewayCall.objects.create(session=s["beta"], endpoint="messages", model="gpt-4o", status_code=200)
+    for who in ("owner", "viewer", "mixed", "root"):
+        assert access.call_for(u[who], call.pk) == call
+        assert access.call_for(u[who], call.pk).session.project.name == "alpha"
+    assert access.call_for(u["root"], other.pk) == other
+    for who, pk in (("outsider", call.pk), ("owner", other.pk), ("mixed", other.pk), ("owner", other.pk + 100)):
+        with pytest.raises(Http404):
+            access.call_for(u[who], pk)
+    assert access.call_for(u["owner"], call.pk, need="edit") == call
+    with pytest.raises(PermissionDenied):
+        access.call_for(u["viewer"], call.pk, need="edit")

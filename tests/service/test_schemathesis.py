@@ -27,11 +27,16 @@ from dashboard.wsgi import application
 from tests.service.helpers import chat
 
 EXAMPLES_PER_OPERATION = 50
+# The gateway's request schemas (nested messages, tools, content parts) cost hypothesis far
+# more to generate than the API's, and every request is refused before anything is stored:
+# fewer examples keep the module's time (measured in bench/README.md, "schemathesis").
+GATEWAY_EXAMPLES = 15
 CALLS: dict[str, int] = {}
 
 
 @pytest.fixture
-def api_schema(db, project, django_capture_on_commit_callbacks):
+def api_schema(db, project, django_capture_on_commit_callbacks, settings):
+    settings.GATEWAY_API_BASE = ""  # the gateway's requests are all refused: nothing is forwarded anywhere
     # Something for the generated ids to find: a session with a finished run, archive
     # entries and a policy.
     with django_capture_on_commit_callbacks(execute=True):
@@ -57,18 +62,32 @@ def api_schema(db, project, django_capture_on_commit_callbacks):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
-@schema.parametrize()
-@hsettings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-           suppress_health_check=list(HealthCheck))
-def test_generated_requests_get_no_server_error_and_responses_match_the_schema(case, api_schema,
-                                                                                django_capture_on_commit_callbacks):
+def _generated(case, api_schema, capture) -> None:
     key = f"{case.operation.method.upper()} {case.operation.path}"
     CALLS[key] = CALLS.get(key, 0) + 1
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         response = case.call(headers={"Authorization": f"Bearer {api_schema.test_key}"})
     case.validate_response(response, checks=[not_a_server_error, status_code_conformance, content_type_conformance,
                                              response_headers_conformance, response_schema_conformance,
                                              negative_data_rejection])
+
+
+@schema.exclude(tag="Gateway").parametrize()
+@hsettings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
+           suppress_health_check=list(HealthCheck))
+def test_generated_requests_get_no_server_error_and_responses_match_the_schema(case, api_schema,
+                                                                                django_capture_on_commit_callbacks):
+    _generated(case, api_schema, django_capture_on_commit_callbacks)
+
+
+@schema.include(tag="Gateway").parametrize()
+@hsettings(max_examples=GATEWAY_EXAMPLES, deadline=None, database=None, derandomize=True,
+           suppress_health_check=list(HealthCheck))
+def test_generated_gateway_requests_are_refused_in_the_documented_shape(case, api_schema,
+                                                                       django_capture_on_commit_callbacks):
+    """The gateway's endpoints, with no upstream configured: whatever the body, the answer is
+    a refusal (never a 5xx) in the error shape the document gives (OpenAI's or Anthropic's)."""
+    _generated(case, api_schema, django_capture_on_commit_callbacks)
 
 
 def test_the_generated_run_covered_every_operation_with_at_least_1000_cases():
