@@ -67,7 +67,9 @@ def test_the_task_is_the_tagged_request_kept_short_with_the_constraints_after_it
 def test_the_file_the_agent_fixed_is_listed_as_edited_and_the_files_it_only_read_apart(django_fix):
     edited, read = section(django_fix, "Files edited"), section(django_fix, "Files read")
 
-    assert "./django/contrib/auth/validators.py (rewritten)" in edited
+    # the rewrite is compared with the file as `cat` showed it: the change itself is named
+    assert ("./django/contrib/auth/validators.py (rewritten: `regex = r'^[\\w.@+-]+$'` → "
+            "`regex = r'\\A[\\w.@+-]+\\Z'` +2 −2)") in edited
     assert any(line.startswith("/testbed/test_username_validator.py (created") for line in edited)
     assert "./django/core/validators.py (×7)" in read
     assert not {line.split(" (")[0] for line in edited} & {line.split(" (")[0] for line in read}
@@ -103,10 +105,13 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
     edited = {line.split(" (")[0]: line for line in section(text, "Files edited")}
     assert set(edited) == {"/repo/src/billing/vat.py", "src/billing/rates.cfg", "notes/vat.md", "CHANGELOG.md",
                            "src/billing/tax.py", "/repo/tests/test_vat.py", "src/billing/__init__.py"}
-    assert edited["notes/vat.md"] == "notes/vat.md (created)"
-    assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (touched)"
+    assert edited["notes/vat.md"] == "notes/vat.md (created: +1 line)"
+    assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (created)"
     assert "/dev/null" not in text.split("## Commands and outcomes", 1)[0]
-    assert edited["src/billing/tax.py"] == "src/billing/tax.py (patched)"
+    assert edited["src/billing/tax.py"] == "src/billing/tax.py (edited: +1 −1)"
+    assert edited["/repo/src/billing/vat.py"] == "/repo/src/billing/vat.py (edited: `0.2` → `0.21`)"
+    assert edited["src/billing/rates.cfg"] == "src/billing/rates.cfg (edited: `s/rate\\/old/rate\\/new/g`)"
+    assert edited["CHANGELOG.md"] == "CHANGELOG.md (edited: appended)"
     assert set(section(text, "Files read")) == {"src/billing/invoice.py", "setup.cfg", "/repo/src/billing/currency.py"}
     listed = "\n".join(section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")
                        + section(text, "Names used"))
@@ -128,7 +133,7 @@ def test_a_path_the_session_really_used_is_kept_even_when_the_instructions_name_
 
     text = summarize_text(transcript, None, 200)
 
-    assert "patch.txt (written)" in section(text, "Files edited")
+    assert "patch.txt (created)" in section(text, "Files edited")
     assert "path/to/file1" not in text.split("## Task and constraints", 1)[1].split("\n\n## ", 1)[1]
     assert "README.md" not in "\n".join(section(text, "Other paths") + section(text, "Names used"))
 
@@ -290,11 +295,11 @@ def test_file_and_error_notes_are_written_in_the_summary_language_and_read_back(
 
     text = summarize_text(transcript, None, 300, "zh")
 
-    assert "- src/app/main.py (修改)" in text
+    assert "- src/app/main.py (修改: `s/uid/user_id/`)" in text
     assert "- 已解决：KeyError: 'uid' (已由此命令成功运行 `python check.py`)" in text
     assert "s/uid/user_id/" not in "\n".join(section(text, "其他路径"))    # an unquoted sed script is no path
     sections, _ = parse_previous(text)
-    assert sections["Files edited"] == ["src/app/main.py (edited)"]
+    assert sections["Files edited"] == ["src/app/main.py (edited: `s/uid/user_id/`)"]
     assert sections["Errors"] == ["Fixed: KeyError: 'uid' (after `python check.py`)"]
 
 

@@ -47,16 +47,21 @@ def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str], 
 # Words of the closing note of file and error items ("x.py (created, edited ×2)",
 # "... (after `pytest`)"); each locale has them as "note:<word>".
 NOTE_WORDS = ("in output", "rewritten", "created", "edited", "patched", "deleted", "copied", "written", "touched",
-              "after", "in")
+              "moved", "appended", "copy of", "restored from git", "by a Python script", "via", "removed",
+              "unchanged", "undo", "edits", "at line", "lines", "line", "after", "in")
+# File items name their path first, so their note starts at the first " ("; error lines can
+# hold " (" themselves, so theirs starts at the last.
+_FIRST_PAREN_SECTIONS = ("Files edited", "Files read", "Other paths")
 NOTED_SECTIONS = ("Files edited", "Files read", "Other paths", "Errors")
 
 
-def _swap_note(text: str, table: Mapping[str, str]) -> str:
+def _swap_note(text: str, table: Mapping[str, str], first: bool = False) -> str:
     """``text`` with the words of its closing ``(...)`` note replaced through ``table``
-    (text between backticks, a command, is left as it is)."""
+    (text between backticks, a command or a piece of code, is left as it is). ``first``: the
+    note starts at the first " (" (file items), else at the last (error lines)."""
     if not text.endswith(")") or " (" not in text or not table:
         return text
-    head, note = text.rsplit(" (", 1)
+    head, note = text.split(" (", 1) if first else text.rsplit(" (", 1)
     pattern = re.compile("|".join(re.escape(w) for w in sorted(table, key=len, reverse=True)))
     parts = note.split("`")
     for i in range(0, len(parts), 2):  # outside backticks only
@@ -68,7 +73,8 @@ def localize_line(text: str, words: dict[str, str], title: str = "") -> str:
     """An item line with its English prefix ("Task:"...) and, in file and error sections, the
     words of its closing note in the language of ``words``."""
     if title in NOTED_SECTIONS:
-        text = _swap_note(text, {w: words.get("note:" + w, w) for w in NOTE_WORDS if words.get("note:" + w, w) != w})
+        text = _swap_note(text, {w: words.get("note:" + w, w) for w in NOTE_WORDS if words.get("note:" + w, w) != w},
+                          title in _FIRST_PAREN_SECTIONS)
     for p in PREFIXES:
         if text.startswith(p):
             return words[p] + (" " if words[p].endswith(":") else "") + text[len(p):].lstrip()
@@ -95,6 +101,6 @@ def parse_previous(previous: str) -> tuple[dict[str, list[str]], bool]:
                     item = english + " " + item[len(local):].lstrip()
                     break
             if current in NOTED_SECTIONS:
-                item = _swap_note(item, notes)
+                item = _swap_note(item, notes, current in _FIRST_PAREN_SECTIONS)
             sections[current].append(item)
     return sections, True

@@ -40,23 +40,22 @@ from typing import Literal
 
 from ...identifiers import find_paths
 from ...retention import Kind, argument_texts, text_identifiers
+from .file_ops import NOT_FILES
 from .signals import (
     BULLET,
     CONSTRAINT,
     DECISION,
     EXIT_STATUS,
     LOOKING,
-    NOT_FILES,
     NOTE,
     PLACEHOLDER_PATH,
     PLAN,
-    SED_SCRIPT,
     STRONG_DECISION,
+    SUBSTITUTION,
     call_signature,
     describe_call,
     last_meaningful_line,
     path_key,
-    read_paths,
     sentences,
     shell_command,
 )
@@ -214,6 +213,7 @@ class _PathFacts:
     first: int                    # order of the first event naming it
     score: int = 0                # how much it was talked about
     verbs: list[str] = field(default_factory=list)   # how calls changed it, in order
+    change: str = ""              # the last change a call showed ("`old` → `new`", "+12 −3")
     reads: int = 0
     referenced: bool = False      # the agent wrote it or a call named it
     in_output: bool = False       # a tool result showed it
@@ -224,6 +224,7 @@ class _PathFacts:
         self.first = min(self.first, other.first)
         self.score += other.score
         self.verbs += other.verbs
+        self.change = self.change or other.change
         self.reads += other.reads
         self.referenced = self.referenced or other.referenced
         self.in_output = self.in_output or other.in_output
@@ -254,18 +255,21 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
                 f.in_output, f.instructions_only = True, False
             continue
         if ev.kind == "call":
-            _, changes = ev.file_changes()
-            for p, verb in changes:
-                f = note(p, ev.order)
+            for touch in ev.touches:
+                f = note(touch.path, ev.order)
+                if touch.action == "read":
+                    f.reads += 1
+                    continue
                 # Writing a whole file the session had already seen replaces it; it creates nothing.
-                f.verbs.append("rewritten" if verb == "created" and (f.reads or f.in_output or f.verbs) else verb)
-            reads = read_paths(ev.name or "", ev.text)
-            for p in reads:
-                note(p, ev.order).reads += 1
-            # What the call names outside file contents it writes (here-documents, editor text).
-            named = find_paths(shell_command(ev.text)) + [p for p, _ in changes] + reads
-            for p in dict.fromkeys(named):
-                if SED_SCRIPT.match(p) or p in NOT_FILES:
+                seen = f.reads or f.in_output or f.verbs
+                f.verbs.append("rewritten" if touch.action == "created" and seen else touch.action)
+                if touch.change:
+                    f.change = touch.change
+            # What the call names outside file contents it writes (here-documents, editor text);
+            # a sed or perl expression ("s/old/new/") is not a path.
+            named = [p for p in find_paths(shell_command(ev.text)) if not SUBSTITUTION.match(p)]
+            for p in dict.fromkeys(named + [t.path for t in ev.touches]):
+                if p in NOT_FILES:
                     continue
                 f = note(p, ev.order)
                 f.score += 3
@@ -306,11 +310,15 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
     return facts
 
 
-def _verbs_note(verbs: list[str]) -> str:
+def _verbs_note(verbs: list[str], change: str = "") -> str:
+    """"created, edited ×3: `old` → `new`": how the calls changed a file, then the last change shown."""
     counts: dict[str, int] = {}
     for v in verbs:
         counts[v] = counts.get(v, 0) + 1
-    return ", ".join(v if n == 1 else f"{v} ×{n}" for v, n in counts.items())
+    note = ", ".join(v if n == 1 else f"{v} ×{n}" for v, n in counts.items())
+    if not change:
+        return note
+    return f"{note} {change}" if change.startswith("→") else f"{note}: {change}"
 
 
 def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], list[Item], list[Item]]:
@@ -321,7 +329,8 @@ def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], li
     for key, f in facts.items():
         placeholder = PLACEHOLDER_PATH.search(f.shown) is not None
         if f.verbs:
-            edited.append(Item(f"{f.shown} ({_verbs_note(f.verbs)})", (4, len(f.verbs), -f.first), 0, key=key))
+            edited.append(Item(f"{f.shown} ({_verbs_note(f.verbs, f.change)})", (4, len(f.verbs), -f.first), 0,
+                               key=key))
         elif f.reads and not placeholder:
             note = f" (×{f.reads})" if f.reads > 1 else ""
             read.append(Item(f.shown + note, (3, f.reads, f.score, -f.first), 0, key=key))
@@ -378,7 +387,7 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         failed, outcome = (False, "no result yet") if ev.result is None else ev.result.outcome()
         if ev.result is not None and not failed:
             last_success[call_signature(ev.name or "", ev.text)] = ev.order
-        edit = ev.changes()[0]
+        edit = ev.changes_files()
         if failed:
             # A failure with an error message beats a bare non-zero status (grep finding nothing).
             tier = 3 if ":" in outcome else 1.5
@@ -531,7 +540,7 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
             low = ident.lower()
             if PLACEHOLDER_PATH.search(ident) and ("/" in ident or "." in ident or " " in ident):
                 continue   # "/path/to/dir", "git diff -- path/to/file1": examples, not names of this session
-            if path_key(ident) in instruction_paths or SED_SCRIPT.match(ident):
+            if path_key(ident) in instruction_paths or SUBSTITUTION.match(ident):
                 continue
             if ev.kind != "user":
                 agent_used.add(low)
