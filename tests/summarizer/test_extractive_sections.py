@@ -113,9 +113,10 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
     assert edited["src/billing/rates.cfg"] == "src/billing/rates.cfg (edited: `s/rate\\/old/rate\\/new/g`)"
     assert edited["CHANGELOG.md"] == "CHANGELOG.md (edited: appended)"
     assert set(section(text, "Files read")) == {"src/billing/invoice.py", "setup.cfg", "/repo/src/billing/currency.py"}
-    listed = "\n".join(section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")
-                       + section(text, "Names used"))
-    assert "rate" not in listed.replace("rates.cfg", "").replace("test_rate", "")   # a sed script is not a path
+    # a sed script is the change, never a path of its own
+    listed = section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")
+    assert not [line for line in listed if line.startswith(("s/", "rate"))]
+    assert "s/rate" not in "\n".join(section(text, "Names used"))
 
 
 def test_placeholder_paths_of_the_instructions_are_not_listed_anywhere(django_order):
