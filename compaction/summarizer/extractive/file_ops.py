@@ -389,10 +389,10 @@ class FileTracker:
             if not p or p in NOT_FILES:
                 continue
             if op.endswith(">>"):
-                out.append(Touch(p, "edited", "appended", prog or ">>"))
+                out.append(Touch(p, "edited", "appended", ">>"))
             else:
                 change = self._whole(p, body) if body is not None else ""
-                out.append(Touch(p, "created", change, prog or ">"))
+                out.append(Touch(p, "created", change, ">"))
         if not prog or prog.startswith("#"):
             return out
         out.extend(self._program(prog, args, body, stdin))
@@ -501,6 +501,22 @@ class FileTracker:
 
 
 # -- shell parsing ---------------------------------------------------------------------------
+
+def programs(command: str) -> list[str]:
+    """The programs a shell command runs, in order (``cd``, ``sed``, ``python``...), as this
+    module reads it: here-documents are file text, not commands."""
+    if _SWE_EDIT.match(command) or _SWE_INSERT.match(command):
+        return [command.split(None, 1)[0]]
+    found: list[str] = []
+    for words, _ in _segments(_HEREDOC.sub(lambda m: f"<< {m.group(2)}{m.group(3)}", command[:MAX_COMMAND])):
+        while words and (_ENV_ASSIGN.match(words[0]) or words[0] in _WRAPPERS):
+            words = words[1:]
+        if words and words[0] == "timeout" and len(words) > 2:
+            words = words[2:]
+        if words and not words[0].startswith("#"):
+            found.append(words[0].rsplit("/", 1)[-1])
+    return found
+
 
 def _shell_text(obj: dict[str, Any] | None, args: str) -> str:
     if obj is None:

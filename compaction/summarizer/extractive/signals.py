@@ -25,7 +25,6 @@ from ... import jsontext
 from ...locales import available, section
 from .words import squash
 
-
 _EDITOR_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target", "target_file", "dest")
 _HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n.*?\n\2[ \t]*(?=\n|$)", re.DOTALL)
 # The "command" of editor-style tools (str_replace_editor and kin) that writes or reads the file in "path".
