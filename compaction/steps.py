@@ -24,7 +24,7 @@ from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
 from .cut import NO_TAIL_NOTE, CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
-from .finalize import FinalizeInput, run_finalizer
+from .finalize import FinalizeInput, plain_text, preserved_user_messages, run_finalizer
 from .ledger import Fate
 from .messages import Message, Provenance, text_of
 from .policy import Policy, SummarizerPolicy
@@ -285,7 +285,7 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
                            previous_summary=previous_summary,
                            counter=run.counter, fallback_window=policy.fallback_context_window,
                            replaced_tokens=replaced_tokens, on_event=run.emit, language=policy.finalize.language,
-                           **kwargs)
+                           kept_verbatim=kept_after_summary(run, reduced, plan, span), **kwargs)
     except SummaryError as exc:
         if exc.attempts and all((a.error or "").startswith("summary is not smaller") for a in exc.attempts):
             # Not a fault: the span is already as small as a summary of it would be.
@@ -296,6 +296,23 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
         raise
     text = run.hooks.apply_post_summary(result.text, run.emit)
     return SummaryStep(plan, span, previous, replaced_tokens, result, text)
+
+
+def kept_after_summary(run: RunContext, reduced: ReductionStep, plan: CutPlan, span: list[Message]) -> tuple[str, ...]:
+    """The user messages of ``span`` the default finalizer will re-insert word for word after
+    the summary (their beginning, when one is too long to keep whole), so the summary can
+    point to them instead of repeating them. Picked before the summary exists: the only
+    thing the summary changes in that choice is to drop a message it quotes whole, and a
+    summary that points to a message does not quote it. Empty with a custom finalizer."""
+    if run.hooks.own.finalizer is not None or not run.policy.finalize.preserve_user_messages:
+        return ()
+    working = reduced.messages
+    probe = FinalizeInput(head=[working[i] for i in plan.head], evicted=span, pinned=[working[i] for i in plan.pinned],
+                          tail=working[plan.tail_start:], summary="", model="", extractive=False, archive_ref=None,
+                          number=0, policy=run.policy, counter=run.counter, window=run.window,
+                          user_filter=user_message_filter(run, working))
+    language = run.policy.finalize.language
+    return tuple(plain_text(m, language) for m in preserved_user_messages(probe))
 
 
 def summary_failed(run: RunContext, exc: SummaryError, evicted: int) -> SummaryDeclined:

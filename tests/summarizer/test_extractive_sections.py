@@ -149,8 +149,10 @@ def test_commands_are_listed_with_their_exit_status_and_the_error_they_met(djang
 def test_errors_of_a_real_session_are_told_apart_as_open_or_fixed(django_fix):
     errors = section(django_fix, "Errors")
 
-    # The agent got its check script running once the missing module was installed...
-    assert "Fixed: ModuleNotFoundError: No module named 'sqlparse' (after `python test_validators_directly.py`)" in errors
+    # The agent got its check script running once the missing module was installed, and the
+    # item says by which command...
+    assert any(e.startswith("Fixed: ModuleNotFoundError: No module named 'sqlparse' "
+                            "(in `python test_validators_directly.py`; fix: `pip") for e in errors), errors
     # ...but never got pytest or the Django test runner to work.
     assert "Open: /opt/miniconda3/bin/python: No module named pytest (in `python -m pytest`)" in errors
     assert ("Open: django.core.exceptions.ImproperlyConfigured: The SECRET_KEY setting must not be empty. "
@@ -204,9 +206,11 @@ def test_decisions_are_whole_sentences(name):
         assert "…" not in sentence and not sentence.endswith(":"), sentence
 
 
-def test_the_next_step_is_the_agents_last_plan_and_the_state_does_not_repeat_it(django_order):
-    assert section(django_order, "Next step") == ["Plan: Let me write a proper patch."]
-    state = section(django_order, "Current state")
+def test_the_next_step_is_the_agents_last_plan_and_the_state_does_not_repeat_it():
+    text = summarize_text(corpus_transcript(DJANGO_ORDER, 0, 139), None, 600)
+
+    assert section(text, "Next step") == ["Plan: Let me write a proper patch."]
+    state = section(text, "Current state")
     assert state[0].startswith("Last agent message: Now I need to modify this code.")
     assert "proper patch" not in state[0]
 
@@ -297,11 +301,11 @@ def test_file_and_error_notes_are_written_in_the_summary_language_and_read_back(
     text = summarize_text(transcript, None, 300, "zh")
 
     assert "- src/app/main.py (修改: `s/uid/user_id/`)" in text
-    assert "- 已解决：KeyError: 'uid' (已由此命令成功运行 `python check.py`)" in text
+    assert "- 已解决：KeyError: 'uid' (出现于 `python check.py`; 修复: 修改 `src/app/main.py`)" in text
     assert "s/uid/user_id/" not in "\n".join(section(text, "其他路径"))    # an unquoted sed script is no path
     sections, _ = parse_previous(text)
     assert sections["Files edited"] == ["src/app/main.py (edited: `s/uid/user_id/`)"]
-    assert sections["Errors"] == ["Fixed: KeyError: 'uid' (after `python check.py`)"]
+    assert sections["Errors"] == ["Fixed: KeyError: 'uid' (in `python check.py`; fix: edited `src/app/main.py`)"]
 
 
 def test_a_result_the_engine_already_archived_is_reported_as_archived_not_quoted():

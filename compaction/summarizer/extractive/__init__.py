@@ -28,6 +28,7 @@ from .budget import DEFAULT_WORDS, MIN_WORDS, UNLIMITED_WORDS
 from .language import LABEL, parse_previous
 from .provider import EXTRACTIVE_MODEL, PROVIDER, register
 from .request import parse_request
+from .sections import verbatim_key
 from .summary import summarize_text
 from .transcript import Event, parse_transcript
 from .words import count_words, squash, truncate_words
@@ -35,5 +36,5 @@ from .words import count_words, squash, truncate_words
 __all__ = [
     "EXTRACTIVE_MODEL", "PROVIDER", "LABEL", "DEFAULT_WORDS", "UNLIMITED_WORDS", "MIN_WORDS",
     "summarize_text", "register", "parse_request", "parse_transcript", "parse_previous", "Event",
-    "count_words", "truncate_words", "squash",
+    "count_words", "truncate_words", "squash", "verbatim_key",
 ]

@@ -46,12 +46,15 @@ from .signals import (
     CONSTRAINT,
     DECISION,
     EXIT_STATUS,
+    HARNESS,
     LOOKING,
     NOTE,
     PLACEHOLDER_PATH,
     PLAN,
+    RESULT_LINE,
     STRONG_DECISION,
     SUBSTITUTION,
+    TEST_FAILURE,
     call_signature,
     describe_call,
     last_meaningful_line,
@@ -86,7 +89,11 @@ LEGACY_TITLES: dict[str, Title] = {"User requests": "Task and constraints", "Fil
 Sections = dict[Title, list["Item"]]
 Previous = dict[str, list[str]]   # a previous extractive summary: {English title: [bullet texts]}
 
-TASK_WORDS = 60          # the task as first stated; the request itself is re-inserted verbatim
+TASK_WORDS = 60          # the task as first stated, when the context does not keep it verbatim
+# The task line when the context keeps the task message word for word right after the summary.
+TASK_POINTER = "Task: stated in the user's first message, kept verbatim right after this summary."
+# The next step when nothing more precise is known than the task itself.
+OPEN_TASK = "Open request: the task above, not reported done yet."
 _DECISION_MAX_WORDS = 45  # a longer "sentence" is a paragraph the splitter could not cut: left out
 _TASK_TAGS = re.compile(r"<(pr_description|issue|task|problem_statement|request)>(.*?)</\1>", re.S | re.I)
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
@@ -118,20 +125,24 @@ class Item:
         return self._words
 
 
-def build_sections(events: list[Event], previous_summary: str | None, previous: Previous | None) -> Sections:
+def build_sections(events: list[Event], previous_summary: str | None, previous: Previous | None,
+                   kept_verbatim: frozenset[str] = frozenset()) -> Sections:
     """Every section's candidate items; ``previous`` holds the sections of a previous
-    extractive summary, None when the previous summary (if any) is prose."""
+    extractive summary, None when the previous summary (if any) is prose; ``kept_verbatim``
+    the :func:`verbatim_key` of each user message the context keeps word for word after
+    the summary (the summary points to those instead of repeating them)."""
     prev = previous or {}
     sections: Sections = {}
     if previous_summary and previous is None:
         sections["Earlier summary"] = [Item(s, (0, -k), k) for k, s in enumerate(sentences(previous_summary))]
-    sections["Task and constraints"] = _requests(events, prev)
+    boiler = _boilerplate(events)
+    sections["Task and constraints"] = _requests(events, prev, boiler, kept_verbatim)
     facts = _path_facts(events)
     edited, read, other = _files(facts, prev)
     sections["Files edited"], sections["Files read"], sections["Other paths"] = edited, read, other
     sections["Commands and outcomes"], sections["Errors"] = _commands(events, prev)
     sections["Decisions"] = _decisions(events, prev)
-    sections["Next step"], plan = _next_step(events, prev)
+    sections["Next step"], plan = _next_step(events, prev, boiler)
     sections["Current state"] = _state(events, prev, plan)
     sections[NAMES] = _names(events, prev, {k for k, f in facts.items() if f.instructions_only})
     return sections
@@ -156,10 +167,30 @@ def _short(text: str, words: int, chars: int = 480) -> str:
     return text[:cut if cut > chars // 2 else chars].rstrip() + " " + ELLIPSIS
 
 
-def _requests(events: list[Event], prev: Previous) -> list[Item]:
-    # Harness notes such as "[Request interrupted by user]" are not requests, and a message
-    # repeated word for word ("Please always provide EXACTLY ONE action") is boilerplate.
-    users = [e for e in events if e.kind == "user" and e.text and not NOTE.match(e.text)]
+def verbatim_key(text: str) -> str:
+    """How a user message is recognised as one the context keeps word for word: its first
+    200 characters, whitespace squashed (a clipped copy in the transcript still matches)."""
+    return " ".join(text.split())[:200]
+
+
+def _shape(text: str) -> str:
+    return re.sub(r"\d+", "0", " ".join(text.lower().split()))[:300]
+
+
+def _boilerplate(events: list[Event]) -> set[int]:
+    """Orders of the user events that are no request: harness notes ("[Request interrupted by
+    user]"), format reminders and wrappers (``HARNESS``), and nudges of one shape (digits
+    aside) repeated more than twice."""
+    users = [e for e in events if e.kind == "user" and e.text]
+    shapes: dict[str, int] = {}
+    for e in users:
+        shapes[_shape(e.text)] = shapes.get(_shape(e.text), 0) + 1
+    return {e.order for e in users if NOTE.match(e.text) or HARNESS.match(e.text) or shapes[_shape(e.text)] > 2}
+
+
+def _requests(events: list[Event], prev: Previous, boiler: set[int], kept: frozenset[str]) -> list[Item]:
+    # Harness boilerplate is no request, and a message repeated word for word is a nudge.
+    users = [e for e in events if e.kind == "user" and e.text and e.order not in boiler]
     seen_texts: dict[str, int] = {}
     for e in users:
         seen_texts[e.text] = seen_texts.get(e.text, 0) + 1
@@ -168,6 +199,14 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     items: list[Item] = []
     prev_items = prev.get("Task and constraints", [])
     has_task = any(t.startswith("Task:") for t in prev_items)
+    pointer = TASK_POINTER in prev_items
+    # A pointer to a task message no longer kept verbatim gives way to the task itself, read
+    # from its re-inserted copy (the first one in the span).
+    task_copy = next((e for e in users if e.preserved), None) if pointer else None
+    if task_copy is not None and verbatim_key(task_copy.text) not in kept:
+        prev_items = [t for t in prev_items if t != TASK_POINTER]
+        has_task = False
+        users = [task_copy] + [e for e in users if e is not task_copy]
     for k, text in enumerate(prev_items):
         if text.startswith("Latest request:"):
             text = "Request:" + text[len("Latest request:"):]
@@ -178,14 +217,22 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     task_head = next((" ".join(t[len("Task:"):].split())[:60] for t in prev_items if t.startswith("Task:")), None)
     if task_head:
         users = [e for e in users if " ".join(_short(_task_text(e.text), TASK_WORDS).split())[:60] != task_head]
+    if pointer and has_task:
+        users = [e for e in users if e is not task_copy]
+    # Other re-inserted copies are earlier requests: listed, never as the latest one.
+    fresh = [e for e in users if not e.preserved]
+    latest = fresh[-1] if fresh else None
     for pos, ev in enumerate(users):
-        first, last = pos == 0, pos == len(users) - 1
-        if first and not has_task:
-            items.append(Item("Task: " + _short(_task_text(ev.text), TASK_WORDS), (7, 0), ev.order))
-        elif last:
+        if pos == 0 and not has_task:
+            # The task kept word for word right after the summary is pointed to, not repeated.
+            task = TASK_POINTER if verbatim_key(ev.text) in kept else "Task: " + _short(_task_text(ev.text), TASK_WORDS)
+            items.append(Item(task, (7, 0), ev.order))
+        elif ev is latest:
             items.append(Item("Latest request: " + squash(ev.text, 80), (6, 1), ev.order))
-        else:
+        elif not (ev.preserved and verbatim_key(ev.text) in kept):
             items.append(Item("Request: " + squash(ev.text, 50), (2, ev.order), ev.order))
+    # Constraints of a message kept verbatim are in the context already.
+    users = [e for e in users if verbatim_key(e.text) not in kept]
     # Constraint sentences from every user message, deduplicated, capped per message.
     shown = " ".join(" ".join(it.text.split()) for it in items)
     seen: set[str] = set()
@@ -372,7 +419,29 @@ class _ErrorSeen:
     signature: str | None = None  # the last command that failed with it
 
 
-_ERROR_SUFFIX = re.compile(r" \((?:after|in) `([^`]*)`(?:, ×\d+)?\)$")
+_ERROR_SUFFIX = re.compile(r" \((?:after|in) `([^`]*)`(?:, ×\d+)?(?:; fix: [^()]*)?\)$")
+# Programs that only look: a run of one of them between a failure and its fix fixed nothing.
+_LOOKING_PROGRAMS = frozenset("cat head tail less more grep egrep rg ls find tree sed awk wc diff git echo pwd "
+                              "which file stat nl sort".split())
+
+
+def _fix_action(calls: list[Event], after: int, before: int, failing: str) -> str | None:
+    """What fixed an error seen at ``after`` that the run at ``before`` no longer shows: the
+    last file change in between ("edited `x.py`"), else the last other command that did
+    something (``pip install pytz``); None when the same command simply passed again."""
+    # calls that failed fixed nothing
+    between = [c for c in calls if after < c.order < before and not (c.result is not None and c.result.outcome()[0])]
+    for c in reversed(between):
+        changed = [t for t in c.touches if t.action != "read"]
+        if changed:
+            t = changed[-1]
+            return f"{t.action} `{t.path}`"
+    for c in reversed(between):
+        sig = call_signature(c.name or "", c.text)
+        words = sig.split()
+        if sig != failing and words and words[0] not in _LOOKING_PROGRAMS and not c.touches:
+            return f"`{squash(sig, 8)}`"
+    return None
 
 
 def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Item]]:
@@ -400,10 +469,12 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         if ev.kind not in ("result", "user"):
             continue
         failed = ev.kind == "result" and ev.outcome()[0]
-        lines = ev.exceptions()
+        lines = [ln for ln in ev.exceptions() if not RESULT_LINE.match(ln)]
         if failed and not lines:
+            # A test run names the tests that failed; its closing tally is a result, not an error.
+            lines = TEST_FAILURE.findall(ev.scan_text()[-20000:])[-3:]
             last = last_meaningful_line(ev.scan_text())
-            if last and not EXIT_STATUS.search(last):
+            if not lines and last and not EXIT_STATUS.search(last) and not RESULT_LINE.match(last):
                 lines = [last]
         signature = call_signature(ev.call.name or "", ev.call.text) if ev.kind == "result" and ev.call else None
         for line in lines:
@@ -422,7 +493,10 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         if line in errors:
             continue   # seen again: judged afresh below
         if text.startswith("Open:") and m and m.group(1) in last_success:
+            fix = _fix_action(calls, -1, last_success[m.group(1)], m.group(1))
             text = "Fixed:" + text[len("Open:"):]
+            if fix and text.endswith(")"):
+                text = text[:-1] + f"; fix: {fix})"
         elif not text.startswith(("Open:", "Fixed:")):
             text = "Open: " + text
         err_items.append(Item(text, (2 if text.startswith("Open:") else 1, -k), -1000 + k, key=line))
@@ -430,7 +504,12 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         sig = seen.signature
         fixed = sig is not None and last_success.get(sig, -1) > seen.last
         count = f", ×{seen.count}" if seen.count > 1 else ""
-        suffix = f" ({'after' if fixed else 'in'} `{sig}`{count})" if sig else (f" (×{seen.count})" if count else "")
+        if fixed and sig is not None:
+            # Fixed by the last change made between the failure and the run that passed.
+            fix = _fix_action(calls, seen.last, last_success[sig], sig)
+            suffix = f" (in `{sig}`{count}; fix: {fix})" if fix else f" (after `{sig}`{count})"
+        else:
+            suffix = f" (in `{sig}`{count})" if sig else (f" (×{seen.count})" if count else "")
         status = "Fixed: " if fixed else "Open: "
         # Open errors are what the agent still has to deal with: they are kept first.
         err_items.append(Item(status + line + suffix, (seen.rank + (0 if fixed else 1), seen.last), seen.first,
@@ -491,24 +570,53 @@ def _state(events: list[Event], prev: Previous, plan: str | None) -> list[Item]:
     return items
 
 
-def _next_step(events: list[Event], prev: Previous) -> tuple[list[Item], str | None]:
+# Words that carry no content of their own in a stated intention: "Let's try this." and
+# "Let's check if there are other occurrences." say nothing the agent could resume from.
+_FILLER_WORDS = frozenset(
+    "let let's lets me us i i'll i'm will would shall now then next first also just again still once more "
+    "the a an this that these those it its it's if whether there here are is was be been being to of for on in "
+    "at by with from into out up some any other others all what which see check try look run do does make sure "
+    "we we'll our can could need needs should going am go and or so okay ok great good fine now, alright well "
+    "thing things something anything everything approach way issue problem change changes works work working "
+    "correctly properly one ones occurrences case cases result results output again. further quickly "
+    "verify confirm test implement fix apply proceed continue start".split())
+_CONCRETE_KINDS: tuple[Kind, ...] = ("code", "path", "url", "error", "quoted", "number_unit", "hex_id")
+
+
+def _concrete(plan: str) -> bool:
+    """A plan names what it acts on: an identifier, a quoted piece, or three content words."""
+    if "`" in plan or any(text_identifiers(plan)[k] for k in _CONCRETE_KINDS):
+        return True
+    words = [w.strip(".,:;!?()\"'").lower() for w in plan.split()]
+    return sum(1 for w in words if w and w not in _FILLER_WORDS) >= 3
+
+
+def _next_step(events: list[Event], prev: Previous, boiler: set[int]) -> tuple[list[Item], str | None]:
     """(items, the plan sentence as the last agent message says it, if the step is one): the
-    request the agent has not answered yet, else the agent's last stated plan."""
-    last_user = next((i for i in range(len(events) - 1, -1, -1)
-                      if events[i].kind == "user" and events[i].text and not NOTE.match(events[i].text)), None)
-    if last_user is not None and not any(e.kind in ("assistant", "call") for e in events[last_user + 1:]):
-        return [Item("Unanswered request: " + squash(events[last_user].text, 60), (3,), 0)], None
-    last_text = True
-    for ev in reversed(events):
-        if ev.kind != "assistant" or not ev.text:
-            continue
+    pending tool call, else a request the agent has not answered yet, else the agent's last
+    stated intention that names what it acts on, else the open request."""
+    last_call = next((e for e in reversed(events) if e.kind == "call"), None)
+    if last_call is not None and last_call.result is None and events[-1].kind in ("call", "assistant"):
+        return [Item("Pending call: " + describe_call(last_call.name or "tool", last_call.text), (3,), 0)], None
+    users = [e for e in events if e.kind == "user" and e.text and e.order not in boiler and not e.preserved]
+    last_user = users[-1] if users else None
+    if last_user is not None and not any(e.kind in ("assistant", "call") for e in events[last_user.order + 1:]):
+        return [Item("Unanswered request: " + squash(last_user.text, 60), (3,), 0)], None
+    since = last_user.order if last_user is not None else -1
+    agents = [e for e in events if e.kind == "assistant" and e.text and e.order > since]
+    for k, ev in enumerate(reversed(agents[-3:])):
         plans = [_clean_sentence(s) for s in ev.sentences() if PLAN.found_in(s)]
-        plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))]
+        plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))
+                 and _concrete(p)]
         if plans:
             plan = plans[-1]
             shown = plan[:-1] + "." if plan.endswith(":") else plan
-            return [Item("Plan: " + squash(shown, 45), (2,), 0)], plan if last_text else None
-        last_text = False
+            return [Item("Plan: " + squash(shown, 45), (2,), 0)], plan if k == 0 else None
+    if last_user is not None:
+        # the task itself is shown (or pointed to) under the task: not repeated here
+        task = last_user is users[0] and "Task:" not in " ".join(prev.get("Task and constraints", []))
+        line = OPEN_TASK if task else "Open request: " + squash(_task_text(last_user.text), 30)
+        return [Item(line, (2,), 0)], None
     return [Item(t, (1,), k) for k, t in enumerate(prev.get("Next step", []))], None
 
 

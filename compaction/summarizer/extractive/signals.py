@@ -102,6 +102,17 @@ _EXC_LINE = re.compile(
     r"NotFound|Invalid|Configured))\b(?::[ \t]*([^\n]*))?[ \t]*$",
     re.MULTILINE)
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)
+# A test runner's closing tally ("==== 1 failed, 3 passed in 0.18s ====", "Ran 4 tests in
+# 0.01s", "FAILED (failures=1)", "Tests: 1 failed, 2 passed", "test result: FAILED."): the
+# result of a run, never an error of its own.
+RESULT_LINE = re.compile(
+    r"^[=\-_ ]*(?:\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)\b[^\n]*"
+    r"|no tests ran\b[^\n]*)\bin [\d.]+\s*(?:s|sec|seconds)\b[^\n]*$"
+    r"|^Ran \d+ tests? in [\d.]+s$|^(?:FAILED|OK) \([^)\n]*\)$|^OK$"
+    r"|^Tests?:\s+\d+ (?:failed|passed)[^\n]*$|^test result: (?:FAILED|ok)\.[^\n]*$"
+    r"|^(?:FAIL|ok)\s+\S+\s+[\d.]+s$", re.I)
+# The short summary lines of a test run that name the test that failed.
+TEST_FAILURE = re.compile(r"^(?:FAILED|ERROR) \S+::\S+[^\n]*|^(?:FAIL|ERROR): \w+ \([^)\n]+\)[^\n]*", re.M)
 _FAIL_LINE = re.compile(r"^(?:FAILED|FAIL:|ERROR:|error:|fatal:|Error:|npm ERR!|panic:)[^\n]*", re.MULTILINE)
 
 
@@ -150,6 +161,18 @@ LOOKING = re.compile(
     r"read|open|inspect|investigate|verify|test|try|look at|check out|take a look)\b",
     re.I)
 NOTE = re.compile(r"^\[[^\]\n]{0,200}\]$")
+# What an agent harness writes into the user turn on its own: format reminders, tool-call
+# error notices, IDE and local-command wrappers. Never a request of the user's.
+HARNESS = re.compile(
+    r"^\s*(?:Please always provide EXACTLY ONE action"
+    r"|Please (?:always )?(?:format|provide|use|include|make sure)\b[^\n]{0,160}?"
+    r"\b(?:actions?|format(?:ted)?|backticks|tool calls?|function calls?|THOUGHT)\b"
+    r"|Your (?:last |previous )?(?:output|response|reply|message) (?:was not|did not|didn't|must|should|has to)"
+    r"|Tool call error\b|No (?:tool|function) calls? (?:found|detected)"
+    r"|You (?:must|should) (?:always )?(?:call|use|provide) (?:a|one|exactly one) (?:tool|action)"
+    r"|<local-command-(?:caveat|stdout|stderr)>|<ide_(?:opened_file|selection)>|<system-reminder>"
+    r"|Caveat: The messages below were generated)",
+    re.I)
 BULLET = re.compile(r"^(?:[-*•>]+|\d{1,3}[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 # The same cuts in a text without "。！？": each starts with a whitespace character, and a
