@@ -23,7 +23,7 @@ from ..policy import SummarizerPolicy
 from ..tokens import MESSAGE_OVERHEAD, MessageCounter
 from ..windows import model_window
 from .cache_safe import CacheSafePlan, output_reserve, plan
-from .extractive import EXTRACTIVE_MODEL, verbatim_key
+from .extractive import EXTRACTIVE_MODEL, parse_request, summarize_text, verbatim_key
 from .fit import clip_middle, fit_blocks
 from .llm import Attempt, complete, is_extractive
 from .prompts import build_prompt_messages
@@ -145,7 +145,7 @@ def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summa
                                  abort_on_hook_error=abort_on_hook_error, kept_verbatim=kept_verbatim)
 
 
-def _task_kept(span: list[Message], kept_verbatim: tuple[str, ...]) -> bool:
+def task_kept(span: list[Message], kept_verbatim: tuple[str, ...]) -> bool:
     """Is the span's first user message (the task, or its re-inserted copy) kept word for word?"""
     if not kept_verbatim:
         return False
@@ -157,6 +157,14 @@ def _task_kept(span: list[Message], kept_verbatim: tuple[str, ...]) -> bool:
     text = "\n".join(iter_text(first.raw.get("content")))
     # a re-inserted copy carries the engine's marker line first; the user's words follow it
     return verbatim_key(text) in keys or verbatim_key(text.split("\n", 1)[-1]) in keys
+
+
+def extractive_again(prompt_messages: list[dict[str, Any]], kept_verbatim: tuple[str, ...], max_words: int,
+                     language: str) -> str:
+    """The offline summary of the same request with another ``kept_verbatim``: what the
+    extractive provider would answer (no model is called again, no attempt is counted)."""
+    conversation, previous, _ = parse_request(prompt_messages)
+    return summarize_text(conversation, previous, max_words, language, kept_verbatim)
 
 
 def run_hook(name: str, fn: Callable[..., Any], args: tuple[Any, ...], on_event: Callable[[dict[str, Any]], Any] | None, abort: bool) -> Any:
@@ -246,7 +254,7 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
                           input_builder: InputBuilder | None, abort_on_hook_error: bool,
                           kept_verbatim: tuple[str, ...] = ()) -> SummaryResult:
     count_text = counter.count_text
-    task_kept = _task_kept(span, kept_verbatim)
+    task_is_kept = task_kept(span, kept_verbatim)
     hooked: dict[str, str] = {}
 
     def transcript(text: str) -> str:
@@ -267,7 +275,7 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
     budget = input_budget(settings, fallback_window)
     clipped: list[dict[str, Any]] = []
     overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language,
-                                               task_kept=task_kept),
+                                               task_kept=task_is_kept),
                               count_text)
     if previous is not None and overhead > budget // 2:
         before = count_text(previous)
@@ -278,13 +286,13 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
         clipped.append({"kind": "previous_summary", "tokens_before": before, "tokens_after": count_text(previous),
                         "chars_before": chars_before, "chars_clipped": cut})
         overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language,
-                                               task_kept=task_kept),
+                                               task_kept=task_is_kept),
                                   count_text)
     room = max(budget - overhead, min(MIN_CONVERSATION_TOKENS, budget))
     for _ in range(4):
         fitted = fit_blocks(blocks, room, count_text, settings.input_strategy)
         messages = build_prompt_messages(transcript(fitted.text), settings, previous_summary=previous,
-                                         language=language, task_kept=task_kept)
+                                         language=language, task_kept=task_is_kept)
         input_tokens = _prompt_tokens(messages, count_text)
         # Tokens can merge differently where the transcript meets the template: re-fit if over.
         if input_tokens <= budget or room <= MIN_CONVERSATION_TOKENS:
@@ -318,4 +326,5 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
                          input_tokens=input_tokens, clipped=clipped)
 
 
-__all__ = ["SummaryResult", "summarize", "input_budget", "summarizer_window", "EXTRACTIVE_MODEL"]
+__all__ = ["SummaryResult", "summarize", "input_budget", "summarizer_window", "EXTRACTIVE_MODEL", "task_kept",
+           "extractive_again"]

@@ -114,9 +114,9 @@ CASES = [
                             "old_str": "regex = r'^[-\\w]+$'", "new_str": "regex = r'\\A[-\\w]+\\Z'"},
      [("django/core/validators.py", EDITED, "`regex = r'^[-\\w]+$'` → `regex = r'\\A[-\\w]+\\Z'`")]),
     ("str_replace_editor", {"command": "create", "path": "repro.py", "file_text": "import x\nx.run()\n"},
-     [("repro.py", CREATED, "+2 lines")]),
+     [("repro.py", CREATED, "+2")]),
     ("str_replace_editor", {"command": "insert", "path": "a.py", "insert_line": 4, "new_str": "pass"},
-     [("a.py", EDITED, "+1 line at line 4")]),
+     [("a.py", EDITED, "+1 at line 4")]),
     ("bash", {"command": "str_replace_editor view /app/src"}, [("/app/src", READ, "")]),
     # sed: the expression is the change, the files after it are the paths
     ("bash", {"command": "sed -i 's/self.config.pluginmanager._duplicatepaths.add/x/' src/_pytest/main.py"},
@@ -136,11 +136,15 @@ CASES = [
     ("bash", {"command": "python -c \"open('cfg/app.ini', 'w').write('[app]')\""},
      [("cfg/app.ini", EDITED, "by a Python script")]),
     ("Edit", {"file_path": "/r/app.py", "old_string": "def f():\n  pass", "new_string": "def g():\n  pass"},
-     [("/r/app.py", EDITED, "`def f(): …` → `def g(): …`")]),
+     [("/r/app.py", EDITED, "`def f():` → `def g():`")]),
     ("apply_patch", {"input": "*** Begin Patch\n*** Update File: src/tax.py\n@@ def rate\n-x = 1\n+x = 2\n"
                               "*** Delete File: old.py\n*** End Patch"},
      [("src/tax.py", EDITED, "`@@ def rate` +1 −1"), ("old.py", DELETED, "")]),
     ("TodoWrite", {"todos": [{"content": "edit src/a.py", "status": "pending"}]}, []),
+    # an edit that repeats its context lines is told by the line it changed
+    ("Edit", {"file_path": "/r/cli.py", "old_string": "else:\n    level = 1\n    return level",
+              "new_string": "else:\n    level = 2\n    return level"}, [("/r/cli.py", EDITED, "`level = 1` → `level = 2`")]),
+    ("bash", {"command": "stat -c \"%Y %n\" /home/u/a.jsonl"}, [("/home/u/a.jsonl", READ, "")]),
 ]
 
 

@@ -127,14 +127,23 @@ def snippet(text: str, words: int = 8, chars: int = 60) -> str:
 
 
 def replacement(old: str, new: str) -> str:
-    """``old`` → ``new`` as one line (``+N lines`` when nothing was replaced)."""
-    if not old.strip():
-        return _lines(_line_count(new))
-    return f"`{snippet(old)}` → `{snippet(new)}`" if new.strip() else f"`{snippet(old)}` removed"
+    """``old`` → ``new`` as one line, from the first line that differs (an edit that keeps
+    its first lines of context says what it changed, not what it kept); ``+N`` when nothing
+    was replaced."""
+    a, b = old.splitlines(), new.splitlines()
+    while a and b and a[0].strip() == b[0].strip():
+        a, b = a[1:], b[1:]
+    while a and b and a[-1].strip() == b[-1].strip():
+        a, b = a[:-1], b[:-1]
+    gone, added = "\n".join(a), "\n".join(b)
+    if not gone.strip():
+        return _lines(_line_count(added))
+    return f"`{snippet(gone)}` → `{snippet(added)}`" if added.strip() else f"`{snippet(gone)}` removed"
 
 
 def _lines(n: int) -> str:
-    return f"+{n} line" if n == 1 else f"+{n} lines"
+    # "+12", not "+12 lines": a count with its noun is an identifier the next summary must carry
+    return f"+{n}"
 
 
 def _line_count(text: str) -> int:
@@ -585,8 +594,9 @@ def _operands(args: list[str], dirs: bool = False) -> list[str]:
     """The file operands of a command: literal words that are not options or numbers."""
     out: list[str] = []
     for a in args:
-        if not a or a.startswith(("-", "+")) or a.isdigit() or not _plain(a) or a == "--":
-            continue
+        if not a or a.startswith(("-", "+", "%")) or a.isdigit() or not _plain(a) or a == "--" \
+                or any(c.isspace() for c in a):
+            continue   # options, numbers, formats ("%Y %n"), quoted phrases: not files
         p = clean_path(a, named=True) or (a if dirs and a.endswith("/") and a.strip("/.") else None)
         if p and p not in NOT_FILES and (dirs or not p.endswith("/")) and p not in out:
             out.append(p)

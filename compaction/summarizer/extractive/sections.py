@@ -169,8 +169,9 @@ def _short(text: str, words: int, chars: int = 480) -> str:
 
 def verbatim_key(text: str) -> str:
     """How a user message is recognised as one the context keeps word for word: its first
-    200 characters, whitespace squashed (a clipped copy in the transcript still matches)."""
-    return " ".join(text.split())[:200]
+    200 characters, whitespace squashed (a clipped copy in the transcript still matches).
+    A key is its own key: the summarizer may get keys instead of texts."""
+    return " ".join(text.split())[:200].rstrip()
 
 
 def _shape(text: str) -> str:
@@ -307,8 +308,11 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
                 if touch.action == "read":
                     f.reads += 1
                     continue
-                # Writing a whole file the session had already seen replaces it; it creates nothing.
+                # Writing a whole file the session had already seen replaces it; it creates nothing,
+                # and touching it changes nothing worth a line.
                 seen = f.reads or f.in_output or f.verbs
+                if touch.via == "touch" and seen:
+                    continue
                 f.verbs.append("rewritten" if touch.action == "created" and seen else touch.action)
                 if touch.change:
                     f.change = touch.change
