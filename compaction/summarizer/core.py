@@ -320,7 +320,7 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
     # The extractive provider gets the budget as metadata (0 = none stated: it uses its own cap).
     result = complete(messages, settings, check=check, on_event=on_event, sleep_fn=sleep,
                       extractive_words=settings.max_summary_words, language=language,
-                      kept_verbatim=tuple(verbatim_key(t) for t in kept_verbatim))
+                      kept_verbatim=kept_verbatim)
     return SummaryResult(text=result.text, model=result.model, extractive=is_extractive(result.model),
                          attempts=result.attempts, prompt_messages=messages, usage=result.usage,
                          input_tokens=input_tokens, clipped=clipped)

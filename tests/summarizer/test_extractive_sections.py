@@ -105,7 +105,7 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
     edited = {line.split(" (")[0]: line for line in section(text, "Files edited")}
     assert set(edited) == {"/repo/src/billing/vat.py", "src/billing/rates.cfg", "notes/vat.md", "CHANGELOG.md",
                            "src/billing/tax.py", "/repo/tests/test_vat.py", "src/billing/__init__.py"}
-    assert edited["notes/vat.md"] == "notes/vat.md (created: +1)"
+    assert edited["notes/vat.md"] == "notes/vat.md (created)"
     assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (created)"
     assert "/dev/null" not in text.split("## Commands and outcomes", 1)[0]
     assert edited["src/billing/tax.py"] == "src/billing/tax.py (edited: +1 −1)"

@@ -114,7 +114,7 @@ CASES = [
                             "old_str": "regex = r'^[-\\w]+$'", "new_str": "regex = r'\\A[-\\w]+\\Z'"},
      [("django/core/validators.py", EDITED, "`regex = r'^[-\\w]+$'` → `regex = r'\\A[-\\w]+\\Z'`")]),
     ("str_replace_editor", {"command": "create", "path": "repro.py", "file_text": "import x\nx.run()\n"},
-     [("repro.py", CREATED, "+2")]),
+     [("repro.py", CREATED, "")]),
     ("str_replace_editor", {"command": "insert", "path": "a.py", "insert_line": 4, "new_str": "pass"},
      [("a.py", EDITED, "+1 at line 4")]),
     ("bash", {"command": "str_replace_editor view /app/src"}, [("/app/src", READ, "")]),

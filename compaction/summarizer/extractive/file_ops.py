@@ -246,10 +246,8 @@ class FileTracker:
         to the span, else the first changed lines and the counts of lines added and removed."""
         before = self.written.get(path)
         self.written[path] = text
-        if not text:
-            return ""
-        if not before:
-            return _lines(_line_count(text))
+        if not text or not before:
+            return ""   # a new file: its whole text is the change, too long for a line
         old, new = before.splitlines()[:4000], text.splitlines()[:4000]
         added = removed = 0
         first: tuple[str, str] | None = None

@@ -126,11 +126,11 @@ class Item:
 
 
 def build_sections(events: list[Event], previous_summary: str | None, previous: Previous | None,
-                   kept_verbatim: frozenset[str] = frozenset()) -> Sections:
+                   kept_verbatim: tuple[str, ...] = ()) -> Sections:
     """Every section's candidate items; ``previous`` holds the sections of a previous
     extractive summary, None when the previous summary (if any) is prose; ``kept_verbatim``
-    the :func:`verbatim_key` of each user message the context keeps word for word after
-    the summary (the summary points to those instead of repeating them)."""
+    the text the context keeps word for word after the summary of each re-inserted user
+    message (the summary points to those instead of repeating them)."""
     prev = previous or {}
     sections: Sections = {}
     if previous_summary and previous is None:
@@ -189,7 +189,8 @@ def _boilerplate(events: list[Event]) -> set[int]:
     return {e.order for e in users if NOTE.match(e.text) or HARNESS.match(e.text) or shapes[_shape(e.text)] > 2}
 
 
-def _requests(events: list[Event], prev: Previous, boiler: set[int], kept: frozenset[str]) -> list[Item]:
+def _requests(events: list[Event], prev: Previous, boiler: set[int], kept_texts: tuple[str, ...]) -> list[Item]:
+    kept = frozenset(verbatim_key(t) for t in kept_texts)
     # Harness boilerplate is no request, and a message repeated word for word is a nudge.
     users = [e for e in events if e.kind == "user" and e.text and e.order not in boiler]
     seen_texts: dict[str, int] = {}
@@ -232,8 +233,9 @@ def _requests(events: list[Event], prev: Previous, boiler: set[int], kept: froze
             items.append(Item("Latest request: " + squash(ev.text, 80), (6, 1), ev.order))
         elif not (ev.preserved and verbatim_key(ev.text) in kept):
             items.append(Item("Request: " + squash(ev.text, 50), (2, ev.order), ev.order))
-    # Constraints of a message kept verbatim are in the context already.
-    users = [e for e in users if verbatim_key(e.text) not in kept]
+    # A constraint the context keeps word for word (in a re-inserted message) is not repeated;
+    # one past the kept beginning of a long message is.
+    kept_text = " ".join(" ".join(t.split()) for t in kept_texts)
     # Constraint sentences from every user message, deduplicated, capped per message.
     shown = " ".join(" ".join(it.text.split()) for it in items)
     seen: set[str] = set()
@@ -245,7 +247,8 @@ def _requests(events: list[Event], prev: Previous, boiler: set[int], kept: froze
                 continue  # a line ending in ":" introduces a list; it says nothing alone
             line = squash(sent, 35)
             norm = " ".join(line.split())
-            if count_words(line) < 4 or norm in seen or norm.rstrip(" " + ELLIPSIS) in shown:
+            if count_words(line) < 4 or norm in seen or norm.rstrip(" " + ELLIPSIS) in shown \
+                    or (kept_text and " ".join(sent.split()) in kept_text):
                 continue
             seen.add(norm)
             taken += 1

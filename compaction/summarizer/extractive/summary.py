@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .budget import NAMES_SHARE, fit, pack_names, render, word_budget
 from .language import parse_previous, words_of
-from .sections import NAMES, build_sections, verbatim_key
+from .sections import NAMES, build_sections
 from .transcript import parse_transcript
 from .words import count_words, truncate_words
 
@@ -17,13 +17,13 @@ _MIN_ROOM = 8   # with no more words than this after the header line, the header
 def summarize_text(conversation: str, previous_summary: str | None = None, max_words: int | None = None,
                    language: str = "en", kept_verbatim: Iterable[str] = ()) -> str:
     """The extractive summary of a rendered transcript (see :mod:`compaction.summarizer.extractive`).
-    ``kept_verbatim``: user messages (or their :func:`.sections.verbatim_key`) the context keeps
-    word for word after the summary; the summary points to the task instead of repeating it."""
+    ``kept_verbatim``: user messages as the context keeps them word for word after the summary
+    (a long one may be kept in part); the summary points to the task instead of repeating it,
+    and leaves out constraints those texts already hold."""
     budget = word_budget(max_words, conversation, previous_summary)
     events = parse_transcript(conversation)
     previous, ours = parse_previous(previous_summary) if previous_summary else ({}, False)
-    kept = frozenset(verbatim_key(t) for t in kept_verbatim)
-    sections = build_sections(events, previous_summary, previous if ours else None, kept)
+    sections = build_sections(events, previous_summary, previous if ours else None, tuple(kept_verbatim))
 
     n_user = sum(1 for e in events if e.kind == "user")
     n_agent = sum(1 for e in events if e.kind == "assistant")
