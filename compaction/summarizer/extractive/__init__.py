@@ -10,9 +10,11 @@ How a summary is made, one module per step:
 
 - :mod:`.request` reads the prompt back: transcript, previous summary, word budget;
 - :mod:`.transcript` parses the transcript into events (messages, calls, results);
+- :mod:`.file_ops` reads what each call did to files (read, created, edited, deleted,
+  moved, with the change in one line) from what it ran, not from its tool's name;
 - :mod:`.signals` holds the detectors: paths and URLs (shared with the retention
-  score through :mod:`compaction.identifiers`), edited and read files, placeholder
-  paths, outcomes, errors, constraint, decision and plan sentences;
+  score through :mod:`compaction.identifiers`), placeholder paths, outcomes, errors,
+  test runners' tallies, harness boilerplate, constraint, decision and plan sentences;
 - :mod:`.sections` turns events into ranked items under each heading (what each
   section keeps is described there);
 - :mod:`.budget` fits the items into the word budget and renders them;
