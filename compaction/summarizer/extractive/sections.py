@@ -1,11 +1,13 @@
 """The summary's sections, each a list of ranked items built from the transcript.
 
-- **Task and constraints**: the task as first stated (short: the request itself is
-  usually re-inserted verbatim next to the summary), later requests and the latest
-  one, and sentences that carry constraints ("must", "do not", "only"...). A user
-  message repeated word for word is harness boilerplate, not a new request;
-- **Files edited**: files a tool call changed (editor tools, ``cat >``, ``sed -i``,
-  ``apply_patch``, redirections, ``cp``/``mv``/``rm``), with how and how often;
+- **Task and constraints**: the task as first stated (short), or a pointer to it when the
+  context keeps the task message word for word right after the summary; later requests
+  and the latest one, and sentences that carry constraints ("must", "do not", "only"...)
+  unless a kept message holds them. Harness boilerplate is no request: notes such as
+  "[Request interrupted by user]", format reminders and wrappers (``HARNESS``), messages
+  repeated word for word, and nudges of one shape repeated more than twice;
+- **Files edited**: files a call created, edited, deleted or moved (read from what it ran,
+  see :mod:`.file_ops`), how often, and the last change a call showed in one line;
 - **Files read**: files a call read without changing them (an editor's ``view``,
   ``cat``/``grep``/``sed -n``...);
 - **Other paths**: other paths and URLs the agent wrote or a call named, then those
@@ -14,14 +16,17 @@
   ``/path/to/working/dir`` or ``filename.py`` that no call read or changed;
 - **Commands and outcomes**: tool calls with their key argument and what came back
   (exit status, the error line, or the first line of output), failures and edits first;
-- **Errors**: exception lines and the closing line of failed commands, each marked
-  *open* or *fixed*: fixed when a later run of the same command (see
-  :func:`.signals.call_signature`) succeeded;
+- **Errors**: exception lines, the failing tests a runner names, and the closing line of
+  other failed commands (a runner's tally, "1 failed in 0.18s", is a result, not an
+  error), each *open* (still failing) or *fixed*: fixed when a later run of the same
+  command (see :func:`.signals.call_signature`) succeeded, naming the file change or the
+  command in between that fixed it;
 - **Decisions**: whole sentences of the agent that state a reason or a choice
   ("because", "the fix is", "instead"...), never a cut fragment;
 - **Current state**: the agent's last message and the last tool activity;
-- **Next step**: a request the agent has not answered yet, else the agent's last
-  stated plan;
+- **Next step**: the call still waiting for its result, else a request the agent has not
+  answered, else the agent's last stated plan that names what it acts on (never a filler
+  such as "Let's try this."), else the open request;
 - **Names used**: the identifiers (code names, error names, hashes, quoted strings...)
   the user and the agent wrote, most used first, filled last with the words the other
   sections left (see :mod:`.budget`), without those already shown.
