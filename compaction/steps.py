@@ -24,7 +24,7 @@ from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
 from .cut import NO_TAIL_NOTE, CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
-from .finalize import FinalizeInput, run_finalizer
+from .finalize import FinalizeInput, plain_text, preserved_user_messages, run_finalizer
 from .ledger import Fate
 from .messages import Message, Provenance, text_of
 from .policy import Policy, SummarizerPolicy
@@ -39,7 +39,7 @@ from .reduction.pipeline import before_call
 from .reduction.result import ReductionLedgerRow
 from .retention import retention
 from .run_context import Event, RunContext, since_last_summary
-from .summarizer import SummaryResult, summarize
+from .summarizer import SummaryResult, extractive_again, summarize, task_kept
 from .tailoring import TailorResult
 from .tokens import USAGE_HORIZON, MessageTokens, usage_total
 from .triggers import ConditionResult, evaluate, usable_window
@@ -280,12 +280,13 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
     kwargs = run.hooks.summarize_kwargs()
     if run.parent_request is not None:
         kwargs["parent_request"] = run.parent_request
+    settings = summarizer_settings(policy, run.window, reduced.messages)
+    kept = kept_after_summary(run, reduced, plan, span)
     try:
-        result = summarize(span, summarizer_settings(policy, run.window, reduced.messages),
-                           previous_summary=previous_summary,
+        result = summarize(span, settings, previous_summary=previous_summary,
                            counter=run.counter, fallback_window=policy.fallback_context_window,
                            replaced_tokens=replaced_tokens, on_event=run.emit, language=policy.finalize.language,
-                           **kwargs)
+                           kept_verbatim=kept or (), **kwargs)
     except SummaryError as exc:
         if exc.attempts and all((a.error or "").startswith("summary is not smaller") for a in exc.attempts):
             # Not a fault: the span is already as small as a summary of it would be.
@@ -294,8 +295,36 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
         if policy.summarizer.on_failure == "keep":
             return summary_failed(run, exc, len(span))
         raise
+    if result.extractive and kept is not None and result.request_mode == "standalone" \
+            and kwargs.get("input_builder") is None:
+        # A summary that quotes a recent request whole leaves room for an older message,
+        # the task among them: then the offline summary points to it too (same input, same text).
+        final = kept_after_summary(run, reduced, plan, span, result.text)
+        if final is not None and task_kept(span, final) and not task_kept(span, kept):
+            result.text = extractive_again(result.prompt_messages, final, settings.max_summary_words,
+                                           policy.finalize.language)
     text = run.hooks.apply_post_summary(result.text, run.emit)
     return SummaryStep(plan, span, previous, replaced_tokens, result, text)
+
+
+def kept_after_summary(run: RunContext, reduced: ReductionStep, plan: CutPlan, span: list[Message],
+                       summary: str = "") -> tuple[str, ...] | None:
+    """The user messages of ``span`` the default finalizer will re-insert word for word after
+    ``summary`` (their beginning, when one is too long to keep whole), so the summary can
+    point to them instead of repeating them. Before the summary exists (``summary=""``) this
+    is a subset of the final choice: a summary only drops a message it quotes whole, which
+    leaves room for older ones. None with a custom finalizer (its choice is unknown)."""
+    if run.hooks.own.finalizer is not None:
+        return None
+    if not run.policy.finalize.preserve_user_messages:
+        return ()
+    working = reduced.messages
+    probe = FinalizeInput(head=[working[i] for i in plan.head], evicted=span, pinned=[working[i] for i in plan.pinned],
+                          tail=working[plan.tail_start:], summary=summary, model="", extractive=False, archive_ref=None,
+                          number=0, policy=run.policy, counter=run.counter, window=run.window,
+                          user_filter=user_message_filter(run, working))
+    language = run.policy.finalize.language
+    return tuple(plain_text(m, language) for m in preserved_user_messages(probe))
 
 
 def summary_failed(run: RunContext, exc: SummaryError, evicted: int) -> SummaryDeclined:

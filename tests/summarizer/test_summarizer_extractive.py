@@ -74,7 +74,7 @@ def test_the_extractive_summary_keeps_the_request_the_files_and_the_errors_of_a_
 
     assert "UsernameValidator allows trailing newline in usernames" in text       # the user's request
     edited = text.split("## Files edited", 1)[1].split("\n## ", 1)[0]
-    assert "django/contrib/auth/validators.py (rewritten)" in edited                # the file that was fixed
+    assert "django/contrib/auth/validators.py (rewritten: `regex" in edited          # the file that was fixed
     assert "ModuleNotFoundError: No module named 'pytz'" in text                   # errors met on the way
     assert "ImproperlyConfigured: The SECRET_KEY setting must not be empty." in text
     assert "No module named pytest" in text                                        # a failed command's outcome
