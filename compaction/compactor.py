@@ -17,6 +17,7 @@ from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive, write_entries
 from .context import render_messages
 from .cut import NoCut
 from .hooks import resolve as resolve_hooks
+from .landing import DEFAULT_MIN_FREED_SHARE
 from .ledger import build_ledger, drop_reason
 from .messages import Message
 from .outcome import Outcome, Skipped
@@ -115,25 +116,48 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
         return reduction_only(trig.condition.reason)
-    # Guarding an overflow, reduction alone is enough only when it lands at the target;
-    # stopping just under the window would have the next call overflow again.
+    # Hysteresis: reduction alone answers a fired trigger only when it frees at least the
+    # minimum (landing.min_freed, else 10% of the usable window) and gets under the trigger;
+    # freeing just enough to slip under it would have the trigger fire again a few calls
+    # later, a prompt-cache break each time, so the summary runs too. Guarding an overflow,
+    # it must land at the target; stopping just under the window would overflow again.
     if (reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens)
+            and _freed(run, reduced) >= _hysteresis(run)
             and not (run.over_window and not _landed(run, reduced))):
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
     if run.over_window and not run.force and _landed(run, reduced):
         return reduction_only("tool-output reduction brought the context to the landing target")
+    def without_summary(note: str, wait: int = 0) -> Compaction | Skipped:
+        # The summary cannot run: a reduction too small to count on its own waits too, rather
+        # than rewrite the prefix (a prompt-cache break) for a few tokens.
+        if reduced.reduced and not run.force and not run.over_window and _freed(run, reduced) < _hysteresis(run):
+            return Skipped(f"{note}; tool-output reduction alone would free only {max(_freed(run, reduced), 0):,} "
+                           f"tokens, less than {_hysteresis(run):,}, so nothing changes now", trig.trigger,
+                           wait_tokens=wait)
+        return reduction_only(note, wait=wait)
+
     plan = plan_eviction(run, reduced)
     if isinstance(plan, NoCut):
-        return reduction_only(plan.reason)
+        return without_summary(plan.reason)
     if isinstance(plan, TooLittleFreed):
-        return reduction_only(plan.reason, wait=plan.wait_tokens)
+        return without_summary(plan.reason, wait=plan.wait_tokens)
     summary = summarize_span(run, reduced, plan)
     if isinstance(summary, SummaryDeclined):
-        return reduction_only(summary.reason)
+        return without_summary(summary.reason)
     finalized = finalize_context(run, reduced, summary)
     return Compaction(trig.trigger, reduced, tuple(plan.notes), list(run.events), finalized)
+
+
+def _freed(run: RunContext, step: ReductionStep) -> int:
+    return run.before.total - (sum(t.total for t in step.tokens) + run.tools_tokens)
+
+
+def _hysteresis(run: RunContext) -> int:
+    """What a reduction must free to stand in for the summary a trigger asked for: the
+    policy's minimum, or 10% of the usable window for policies that set none (the seeds)."""
+    return run.min_freed or int(DEFAULT_MIN_FREED_SHARE * run.usable_window)
 
 
 def _landed(run: RunContext, step: ReductionStep) -> bool:

@@ -54,6 +54,7 @@ class CutPolicy(_Strict):
     user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
     min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")
     forced_any_boundary: bool = Field(False, description="A forced run whose user_turn rule finds no user turn to start the kept tail (a single-request run) cuts at the nearest safe boundary instead of doing nothing (tRPC summarizes such runs when forced; DeepAgents does not).")
+    any_boundary_near_window: float | None = Field(None, gt=0, le=1, description="When the context, after tool-output reduction, reaches this share of the usable window (or of token tailoring's budget when that is smaller) and the user_turn rule finds no user turn to start the kept tail (a single-request run, or a last turn that holds everything since the previous summary), the summary runs anyway before the model call, keeping the latest round verbatim (tRPC's synchronous summary when a request approaches the window). None: never.")
 
 
 # -- summarizer --------------------------------------------------------------------------

@@ -161,18 +161,11 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
     run.step("cut")
     policy = run.policy
     plan = plan_cut(reduced.messages, reduced.tokens, policy.cut, run.window, policy.pin_first_user_message)
-    if isinstance(plan, NoCut) and run.force and policy.cut.forced_any_boundary and policy.cut.user_turn == "require":
-        # A single-request run has no later user turn to start the tail at; a forced run
-        # may still summarize it, cutting at the nearest safe boundary.
-        relaxed = plan_cut(reduced.messages, reduced.tokens, policy.cut.model_copy(update={"user_turn": "prefer"}),
-                           run.window, policy.pin_first_user_message)
-        if isinstance(relaxed, CutPlan):
-            relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
-                                 "nearest safe boundary (cut.forced_any_boundary)")
-            plan = relaxed
+    total = sum(t.total for t in reduced.tokens) + run.tools_tokens
+    if isinstance(plan, NoCut) and policy.cut.user_turn == "require":
+        plan = relaxed_cut(run, reduced, total) or plan
     if isinstance(plan, NoCut):
         return plan
-    total = sum(t.total for t in reduced.tokens) + run.tools_tokens
     target = run.landing_target
     landing = landing_estimate(run, reduced, plan, total)
     if landing > target and (policy.landing.move_cut or run.over_window):
@@ -202,6 +195,42 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
                               f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
                               run.min_freed)
     return plan
+
+
+def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int) -> CutPlan | None:
+    """A cut at the nearest safe boundary when no user turn can start the kept tail: for a
+    forced run (``cut.forced_any_boundary``), or before a model call whose context nears the
+    window (``cut.any_boundary_near_window``; the latest round then stays verbatim)."""
+    policy = run.policy
+    cut = policy.cut
+    forced = run.force and cut.forced_any_boundary
+    near = cut.any_boundary_near_window
+    # the line a request must stay under: the usable window, or token tailoring's budget
+    # when that is tighter (tailoring would otherwise drop rounds first, on every call)
+    limit = run.usable_window
+    if policy.tailoring.enabled:
+        limit = min(limit, tailoring.tailoring_budget(policy, run.window))
+    near_window = not run.force and near is not None and (run.over_window or total >= int(near * limit))
+    if not (forced or near_window):
+        return None
+    update: dict[str, Any] = {"user_turn": "prefer"}
+    if near_window:
+        last = max((i for i, m in enumerate(reduced.messages) if m.role == "assistant"), default=None)
+        if last is not None:
+            update["keep_messages"] = max(cut.keep_messages, len(reduced.messages) - last)
+            update["keep_fraction"] = max(cut.keep_fraction, 0.25)
+    relaxed = plan_cut(reduced.messages, reduced.tokens, cut.model_copy(update=update), run.window,
+                       policy.pin_first_user_message)
+    if not isinstance(relaxed, CutPlan):
+        return None
+    if forced:
+        relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
+                             "nearest safe boundary (cut.forced_any_boundary)")
+    else:
+        relaxed.notes.append(f"the context ({total:,} tokens) nears the limit of {limit:,} tokens and "
+                             f"no user turn can start the kept tail, so the summary runs now, keeping the latest "
+                             f"round (cut.any_boundary_near_window)")
+    return relaxed
 
 
 def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int) -> int:
