@@ -200,7 +200,9 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
         source_id = m.meta.get("source_id", m.id)
         meta = {"source_id": source_id, "preserved": True}
         raw = m.raw if m.provenance is Provenance.PRESERVED else _marked(m, None, marker)
-        cost = inp.counter.count(Message(raw, "probe", Provenance.PRESERVED)).total
+        # quoted in the summary's section, a message costs its own words (no marker, no turn)
+        cost = (inp.counter.count_text(words) if fin.preserved_user_placement == "summary_section"
+                else inp.counter.count(Message(raw, "probe", Provenance.PRESERVED)).total)
         if cost <= budget:
             picked.append(Message(raw, f"{source_id}.p", Provenance.PRESERVED, None, meta))
             budget -= cost

@@ -65,6 +65,13 @@ def check_trigger(run: RunContext) -> TriggerStep:
     st, sm = since_last_summary(run.messages, run.tokens)
     total = measured_total(run.policy, run.messages, run.tokens, run.before.total)
     cond = evaluate(run.policy.trigger, run.trigger_state(total, len(run.messages), st, sm))
+    line = tailoring.near_window_line(run.policy, run.window)
+    if not cond.fired and line is not None and run.before.total >= line:
+        # tRPC refreshes the summary before a call whose request nears the window, whatever
+        # its own trigger says (cut.any_boundary_near_window)
+        return TriggerStep({"kind": "near_window", "fired": True,
+                            "reason": f"near the window: context {run.before.total:,} tokens >= {line:,} "
+                                      f"(cut.any_boundary_near_window)"}, None)
     return TriggerStep(cond.to_dict() | {"reason": cond.reason}, cond)
 
 
@@ -204,13 +211,8 @@ def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int) -> CutPlan 
     policy = run.policy
     cut = policy.cut
     forced = run.force and cut.forced_any_boundary
-    near = cut.any_boundary_near_window
-    # the line a request must stay under: the usable window, or token tailoring's budget
-    # when that is tighter (tailoring would otherwise drop rounds first, on every call)
-    limit = run.usable_window
-    if policy.tailoring.enabled:
-        limit = min(limit, tailoring.tailoring_budget(policy, run.window))
-    near_window = not run.force and near is not None and (run.over_window or total >= int(near * limit))
+    line = tailoring.near_window_line(policy, run.window)
+    near_window = not run.force and line is not None and (run.over_window or total >= line)
     if not (forced or near_window):
         return None
     update: dict[str, Any] = {"user_turn": "prefer"}
@@ -227,7 +229,7 @@ def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int) -> CutPlan 
         relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
                              "nearest safe boundary (cut.forced_any_boundary)")
     else:
-        relaxed.notes.append(f"the context ({total:,} tokens) nears the limit of {limit:,} tokens and "
+        relaxed.notes.append(f"the context ({total:,} tokens) is past {line:,} tokens, near the window, and "
                              f"no user turn can start the kept tail, so the summary runs now, keeping the latest "
                              f"round (cut.any_boundary_near_window)")
     return relaxed

@@ -8,9 +8,8 @@ with parsing of this module's own (it never reads the summarizer's output or its
 - ``file_edited``: each file the span's tool calls changed (editor commands other than
   ``view``, write/create/patch tools, and shell edits: ``sed -i``, redirections, ``tee``,
   ``mv``/``cp`` targets, ``rm``); the answer is the path.
-- ``error_failing``: the errors shown by the span's last failing tool result, unless a later
-  run of the same command in the span came back clean; the answer is the exception or
-  failed test's name. Test runners' summary lines ("1 failed in 0.18s") are results, not
+- ``error_failing``: the errors the span's tool results showed that no later run of the same
+  command in the span cleared; the answer is the exception or failed test's name. Test runners' summary lines ("1 failed in 0.18s") are results, not
   errors.
 - ``user_request``: the last thing the user asked in the span (messages repeated more than
   twice in the session, such as a harness's format reminder, are not requests); held when
@@ -56,7 +55,7 @@ _READ_NAMES = re.compile(r"^(read|view|open|cat|ls|glob|grep|search|find|list)",
 _PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Update|Add|Delete) File: |\+\+\+ b/|\+\+\+ )(\S+)", re.MULTILINE)
 _REDIRECT = re.compile(r"(?<![0-9&<>=-])>>?(?![=&])\s*([^\s;&|()<>]+)")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
-_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Failure|Exit|Interrupt))(?::\s*(.*))?$",
+_EXCEPTION = re.compile(r"^(?:E\s+|\s*)(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Failure|Exit|Interrupt))(?::\s*(.*))?$",
                         re.MULTILINE)
 _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+?)(?:\s+-\s+.*)?$", re.MULTILINE)
 _RUNNER_LINE = re.compile(r"^=+ .*\b(failed|passed|error)\b.* in [\d.]+s.*=+$", re.IGNORECASE)
@@ -266,7 +265,8 @@ def _command_key(call: dict[str, Any]) -> str:
 
 
 def failing_errors(span: Sequence[dict[str, Any]]) -> list[str]:
-    """The errors of the span's last failing tool result, unless the same command ran clean later."""
+    """Errors the span's tool results showed that no later run of the same command cleared
+    (a clean result, or one without that error), oldest first."""
     calls: dict[str, str] = {}
     results: list[tuple[str, list[str]]] = []
     for raw in span:
@@ -276,14 +276,16 @@ def failing_errors(span: Sequence[dict[str, Any]]) -> list[str]:
         if raw.get("role") == "tool":
             text = "\n".join(iter_text(raw.get("content")))
             results.append((calls.get(str(raw.get("tool_call_id") or ""), ""), errors_in(text)))
-    for index in range(len(results) - 1, -1, -1):
-        key, errors = results[index]
-        if not errors:
-            continue
-        if key and any(k == key and not e for k, e in results[index + 1:]):
-            return []
-        return errors
-    return []
+    failing: list[str] = []
+    for index, (key, errors) in enumerate(results):
+        later = [e for k, e in results[index + 1:] if key and k == key]
+        for error in errors:
+            if any(error not in e for e in later):
+                continue   # the same command ran again without it: fixed
+            if error in failing:
+                failing.remove(error)
+            failing.append(error)
+    return failing
 
 
 # -- requests and actions -------------------------------------------------------------------------
