@@ -42,7 +42,6 @@ from .steps import (
     TooLittleFreed,
     check_trigger,
     finalize_context,
-    fires_again,
     measured_total,
     plan_eviction,
     reduce_tool_output,
@@ -55,7 +54,7 @@ from .windows import resolve_window
 
 __all__ = ["Compactor", "Hooks", "SUMMARY_AVOIDED", "as_messages", "counter_for", "since_last_summary", "totals_of"]
 
-SUMMARY_AVOIDED = "tool-output reduction brought the context under the trigger; no summary needed"
+SUMMARY_AVOIDED = "tool-output reduction brought the context down to the landing target; no summary needed"
 
 
 _SHARED_COUNTERS: dict[tuple[str, str], MessageCounter] = {}
@@ -116,19 +115,14 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
         return reduction_only(trig.condition.reason)
-    # Hysteresis: reduction alone answers a fired trigger only when it frees at least the
-    # minimum (landing.min_freed, else 10% of the usable window) and gets under the trigger;
-    # freeing just enough to slip under it would have the trigger fire again a few calls
-    # later, a prompt-cache break each time, so the summary runs too. Guarding an overflow,
-    # it must land at the target; stopping just under the window would overflow again.
-    if (reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens)
-            and _freed(run, reduced) >= _hysteresis(run)
-            and not (run.over_window and not _landed(run, reduced))):
+    # Hysteresis: reduction alone answers a fired trigger only when it lands at the landing
+    # target, well below the trigger. Freeing just enough to slip under the trigger would
+    # have it fire again a few calls later, a prompt-cache break each time (and guarding an
+    # overflow, stopping just under the window would overflow again), so the summary runs too.
+    if reduced.reduced and not run.force and _landed(run, reduced):
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
-    if run.over_window and not run.force and _landed(run, reduced):
-        return reduction_only("tool-output reduction brought the context to the landing target")
     def without_summary(note: str, wait: int = 0) -> Compaction | Skipped:
         # The summary cannot run: a reduction too small to count on its own waits too, rather
         # than rewrite the prefix (a prompt-cache break) for a few tokens.
