@@ -33,6 +33,7 @@ from .locales import texts
 from .messages import Message, Provenance, RawMessage, iter_text, text_of, tool_name_index
 from .policy import Policy
 from .tokens import MessageCounter
+from .windows import usable_window
 
 
 @dataclass
@@ -170,13 +171,25 @@ def _marked(m: Message, body: str | None, marker: str) -> RawMessage:
     return {"role": "user", "content": marker + "\n" + (content or "")}
 
 
+#: Re-inserted user messages never take more than this share of the usable window, whatever
+#: the budget says: Eino's default (a third of a 160k trigger) would refill a small window by
+#: itself, and a summary that quotes them cannot be shrunk by the overflow guard.
+PRESERVE_MAX_SHARE = 0.25
+
+
+def preserve_budget(policy: Policy, window: int) -> int:
+    """Tokens the re-inserted user messages may use (``finalize.preserve_user_max_tokens``,
+    default 5% of the window), at most a quarter of the usable window."""
+    fin = policy.finalize
+    budget = fin.preserve_user_max_tokens if fin.preserve_user_max_tokens is not None else int(0.05 * window)
+    return min(budget, int(PRESERVE_MAX_SHARE * usable_window(window, policy.reserved_output_tokens)))
+
+
 def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     fin = inp.policy.finalize
     if not fin.preserve_user_messages:
         return []
-    budget = fin.preserve_user_max_tokens
-    if budget is None:
-        budget = int(0.05 * inp.window)
+    budget = preserve_budget(inp.policy, inp.window)
     t = texts(fin.language)
     marker = t["preserved_marker"]
     quoted = _norm(inp.summary)

@@ -141,7 +141,7 @@ class FinalizePolicy(_Strict):
     acknowledgement: bool = Field(True, description="Add the short assistant acknowledgement after a user-mode summary (keeps roles alternating).")
     preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span, marked as earlier messages, without repeats (of each other, or of text the summary already quotes whole) and without those the user message filters (hooks.user_message_filter) reject.")
     preserved_user_placement: Literal["messages", "summary_section"] = Field("messages", description="Where re-inserted user messages go. 'messages': each is a user turn after the summary, prefixed with a short marker; 'summary_section' (Eino's layout): they are quoted inside the summary in an <all_user_messages> section and no extra turns are added.")
-    preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window).")
+    preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window); never more than a quarter of the usable window.")
     preserve_user_max_messages: int = Field(4, ge=0, description="At most this many user messages are re-inserted (the most recent ones), so a chat of many short turns still shrinks.")
     skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
     archive_hint: bool = Field(True, description="Name the archive entry in the summary so the agent can recover originals.")

@@ -24,7 +24,7 @@ from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
 from .cut import NO_TAIL_NOTE, CutPlan, NoCut, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
-from .finalize import FinalizeInput, run_finalizer
+from .finalize import FinalizeInput, preserve_budget, run_finalizer
 from .ledger import Fate
 from .messages import Message, Provenance, text_of
 from .policy import Policy, SummarizerPolicy
@@ -246,7 +246,7 @@ def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, tot
     fin = policy.finalize
     if fin.preserve_user_messages and fin.preserve_user_max_messages:
         users = [reduced.tokens[i].total for i in plan.evicted if reduced.messages[i].role == "user"]
-        budget = fin.preserve_user_max_tokens if fin.preserve_user_max_tokens is not None else run.window // 20
+        budget = preserve_budget(policy, run.window)
         preserved = min(sum(users[-fin.preserve_user_max_messages:]), budget)
     return total - evicted + min(evicted, summary + preserved)
 

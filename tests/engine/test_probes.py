@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from compaction.simulate import run_simulation
 from compaction.compare import PolicyTotals, table
 from compaction.evaluation.probes import edited_files, errors_in, failing_errors, probes_for, score
 from compaction.policy import Policy
+from compaction.simulate import run_simulation
 from tests.engine.helpers import call, coding_run, tool_round
 
 

@@ -11,8 +11,8 @@ from compaction.locales import texts
 from compaction.outcome import Outcome, Skipped
 from compaction.policy import Policy
 from compaction.presets import get_preset
-from compaction.simulate import run_simulation
 from compaction.run_context import Hooks
+from compaction.simulate import run_simulation
 from compaction.tokens import usage_total
 from tests.engine.conftest import KEY_ENV
 from tests.engine.helpers import chat, coding_run, counted, tool_round
