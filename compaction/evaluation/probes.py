@@ -27,7 +27,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsontext
@@ -116,7 +116,7 @@ class ProbeReport:
         return round(self.held / self.total, 4) if self.total else None
 
     def by_kind(self) -> dict[str, dict[str, int]]:
-        out = {k: {"held": 0, "total": 0} for k in PROBE_KINDS}
+        out: dict[str, dict[str, int]] = {k: {"held": 0, "total": 0} for k in PROBE_KINDS}
         for c in self.compactions:
             for p, ok in c.probes:
                 out[p.kind]["total"] += 1
@@ -255,8 +255,7 @@ def errors_in(text: str) -> list[str]:
         test = m.group(1).split("::")[-1]
         if not _RUNNER_LINE.match(m.group(0)):
             found.append(test)
-    seen: set[str] = set()
-    return [e for e in found if not (e in seen or seen.add(e))]
+    return list(dict.fromkeys(found))
 
 
 def _command_key(call: dict[str, Any]) -> str:
@@ -372,7 +371,3 @@ def score(at: int, span: Sequence[dict[str, Any]], history: Sequence[dict[str, A
         return ProbeResult(at, [])
     text = context_text(context)
     return ProbeResult(at, [(p, p.held_by(text)) for p in probes])
-
-
-def as_dict(probe: Probe) -> dict[str, Any]:
-    return asdict(probe)
