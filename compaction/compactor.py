@@ -106,11 +106,14 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
         # Truncating outputs that never went through arrival (a one-shot call on plain dicts)
         # is what a session does at append time, so the minimum does not hold it back.
         arrival = run.unseen_arrivals and reduced.tokens_truncated > 0
-        if reduced.reduced and freed < run.min_freed and not arrival:
+        # A summarizing policy without a minimum of its own (a seed) gets the 10% one here:
+        # its reduction thresholds are not its trigger, so this does not change when it fires.
+        floor = _hysteresis(run) if policy.summarize else run.min_freed
+        if reduced.reduced and freed < floor and not arrival:
             # Rewriting the prefix for a few tokens breaks the provider's prompt cache for little gain.
             return Skipped(f"tool-output reduction would free {freed:,} tokens, less than the minimum of "
-                           f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
-                           trig.trigger, wait_tokens=run.min_freed)
+                           f"{floor:,} (landing.min_freed); waiting for that many new tokens",
+                           trig.trigger, wait_tokens=floor)
         if reduced.reduced:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
