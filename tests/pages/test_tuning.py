@@ -249,6 +249,11 @@ def test_the_tuning_page_shows_the_sessions_latest_sweep(web, grown, django_capt
     start_sweep(web, grown, django_capture_on_commit_callbacks)
     html = web.get(reverse("pages:tuning", args=[grown.pk])).content.decode()
     assert 'data-testid="sweep-chart"' in html and 'id="sweep-data"' in html
+    # the page starts with the answer: current setting, recommendation, chart, then the form
+    order = [html.index(f'data-testid="{t}"') for t in ("current-setting", "recommendation", "sweep-chart",
+                                                         "tuning-form")]
+    assert order == sorted(order)
+    assert "Current setting: <strong>context &gt; 6,000 tokens</strong>" in html
 
 
 # -- honest labels and live help ------------------------------------------------------------
