@@ -46,14 +46,14 @@ def test_the_answer_comes_first_and_one_click_applies_it_with_undo(page, signed_
     page.get_by_test_id("recall-target").fill("98")
     page.get_by_test_id("recall-target").dispatch_event("change")
     page.wait_for_function("() => document.querySelector('[data-testid=recommendation-text]').innerText.includes('≥ 98%')")
-    if page.get_by_test_id("apply-session").count():
-        before = Session.objects.get(pk=swept.pk).policy_id
-        page.get_by_test_id("apply-session").click()
-        page.get_by_test_id("undo").wait_for()
-        assert Session.objects.get(pk=swept.pk).policy_id != before
-        page.get_by_test_id("undo").click()
-        page.get_by_test_id("undone").wait_for()
-        assert Session.objects.get(pk=swept.pk).policy_id == before
+    # the recommendation is not this session's setting, so it can be applied in one click
+    before = Session.objects.get(pk=swept.pk).policy_id
+    page.get_by_test_id("recommend-apply-session").click()
+    page.get_by_test_id("undo").wait_for()
+    assert Session.objects.get(pk=swept.pk).policy_id != before
+    page.get_by_test_id("undo").click()
+    page.get_by_test_id("undone").wait_for()
+    assert Session.objects.get(pk=swept.pk).policy_id == before
     console.assert_clean()
 
 
