@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .figures import recall as pooled_recall
 from .messages import JSONObject, RawMessage
 from .policy import Policy
 from .simulate import simulate
@@ -112,7 +113,8 @@ class PolicyTotals:
 
     @property
     def recall(self) -> float | None:
-        return round(self.kept / self.needed, 4) if self.needed else None
+        share = pooled_recall(self.kept, self.needed)  # the tuning page's computation (compaction.figures)
+        return None if share is None else round(share, 4)
 
     @property
     def probe_score(self) -> float | None:

@@ -61,5 +61,7 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/preview/", tuning.preview, name="tuning-preview"),
     path("sessions/<int:pk>/tuning/save/", tuning.save, name="tuning-save"),
     path("sessions/<int:pk>/tuning/sweep/", tuning.start_sweep, name="tuning-sweep"),
+    path("sessions/<int:pk>/tuning/apply/", tuning.apply_setting, name="tuning-apply"),
+    path("sessions/<int:pk>/tuning/undo/", tuning.undo_setting, name="tuning-undo"),
     path("sweeps/<int:pk>/", tuning.sweep_status, name="sweep"),
 ]
