@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from . import archive, errors, policies, runs, sessions
+from . import archive, errors, policies, runs, search, sessions
 from .auth import BearerKey, HeaderKey
 from .parser import JsonBodyParser
 
@@ -25,4 +25,5 @@ errors.install(api)
 api.add_router("", sessions.router)
 api.add_router("", runs.router)
 api.add_router("", archive.router)
+api.add_router("", search.router)
 api.add_router("", policies.router)
