@@ -23,7 +23,7 @@ from compaction.archive_tools import SCOPES
 from compaction.messages import original_id
 from compaction.reduction.measure import document_text
 
-from ..models import ArchiveItem, Session, StoredMessage
+from ..models import ArchiveItem, Session, StoredArchiveEntry, StoredMessage
 from ..services import ServiceError
 
 #: Characters of each message the search reads (the indexes cover the same prefix, which
@@ -116,8 +116,9 @@ def _doc(column: str) -> str:
 
 def _postgres(project_id: int, q: str, sessions: list[int] | None, limit: int) -> list[tuple]:
     msg, item = StoredMessage._meta.db_table, ArchiveItem._meta.db_table
-    entry, sess = ArchiveItem._meta.get_field("entry").related_model._meta.db_table, Session._meta.db_table
-    scope_sql, scope_args = ("", []) if sessions is None else (" AND s.id = ANY(%s)", [sessions])
+    entry, sess = StoredArchiveEntry._meta.db_table, Session._meta.db_table
+    scope_args: list[Any] = [] if sessions is None else [sessions]
+    scope_sql = "" if sessions is None else " AND s.id = ANY(%s)"
     # The tsvector expressions repeat the index definitions of migration 0023 word for word,
     # which is what lets the planner use those indexes.
     sql = f"""
@@ -133,9 +134,9 @@ def _postgres(project_id: int, q: str, sessions: list[int] | None, limit: int) -
                 plainto_tsquery('simple', regexp_replace(%s, '\\W+', ' ', 'g')) q
           WHERE s.project_id = %s{scope_sql} AND {_doc('i.text')} @@ q
           ORDER BY 1 DESC, e.session_id, i.ordinal LIMIT %s)"""
-    args = [_escaped(q), project_id, *scope_args, limit, q, project_id, *scope_args, limit]
+    args: list[Any] = [_escaped(q), project_id, *scope_args, limit, q, project_id, *scope_args, limit]
     with connection.cursor() as cur:
-        cur.execute(sql, args)
+        cur.execute(sql, args)  # type: ignore[arg-type]  # a list of ids is a valid parameter
         return [(round(float(r[0]), 6), r[1], r[2], r[3], r[4]) for r in cur.fetchall()]
 
 
@@ -192,10 +193,12 @@ def _hit(row: tuple, q: str) -> Hit:
 
 
 def snippet(text: str, q: str, width: int = SNIPPET_CHARS) -> str:
-    """About ``width`` characters around the first query word found, whitespace folded."""
+    """About ``width`` characters around the query (else its first word found), whitespace folded."""
     low = text.lower()
-    spots = [p for p in (low.find(w) for w in _WORD.findall(q.lower())) if p >= 0]
-    at = min(spots) if spots else 0
+    at = low.find(q.strip().lower()) if q.strip() else -1  # the whole query first, then its words
+    if at < 0:
+        spots = [p for p in (low.find(w) for w in _WORD.findall(q.lower())) if p >= 0]
+        at = min(spots) if spots else 0
     start = max(0, at - width // 3)
     end = min(len(text), start + width)
     return ("…" if start else "") + " ".join(text[start:end].split()) + ("…" if end < len(text) else "")

@@ -1,11 +1,12 @@
 """Archive tools for agents: exact slices by handle, ranked search, and the session_load / session_search tools."""
+import hashlib
 import itertools
 import json
 
 import pytest
 
 from compaction import archive_tools
-from compaction.archive import ArchiveEntry, MemoryArchive, item_for
+from compaction.archive import ArchivedItem, ArchiveEntry, MemoryArchive, item_for
 from compaction.errors import ArchiveError
 from compaction.messages import wrap_originals
 
@@ -169,11 +170,9 @@ def test_the_default_tool_limit_keeps_replies_bounded():
 
 
 def _entry(archive, session, entry_id, texts):
-    from compaction.archive import ArchivedItem
     items = [ArchivedItem(f"m{k:06d}", None, {"role": "tool", "content": t, "tool_call_id": f"c{k}"}, f"c{k}", "shell")
              for k, t in enumerate(texts)]
     # the term index is cached by content hash, so each entry carries a real one
-    import hashlib
     digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
     archive.write(ArchiveEntry(entry_id, session, "offloaded", items, content_hash=digest))
 

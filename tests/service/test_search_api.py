@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.service.conftest import Api
 from tests.service.helpers import chat
 
 
@@ -64,7 +65,6 @@ def test_archived_originals_are_found_with_their_timeline_position(api):
 
 
 def test_another_projects_sessions_are_never_searched(api, three, client, other_project):
-    from tests.service.conftest import Api
     theirs = Api(client, other_project.test_key, None)
     assert theirs.get("/api/search?q=quota").json()["items"] == []
     a = three[0]
