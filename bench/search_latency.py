@@ -13,10 +13,9 @@ Prints the size it measured; figures at other sizes must be measured, not scaled
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
-
-import os
 
 import django
 import psycopg
