@@ -100,6 +100,9 @@ REDUCTION = {
     ),
     "search_query": "Words, identifiers, paths or phrases to look for (case-insensitive).",
     "search_limit": "Maximum number of matches to return.",
+    "search_scope": ("'current_session' (default) searches this session; 'other_sessions' the project's "
+                     "other sessions; 'all_sessions' both. Each match names its session_id."),
+    "search_scope_unavailable": "scope {scope!r} is not available here; only this session can be searched",
     "tool_unknown": "unknown tool {name!r}; this dispatcher serves session_load and session_search",
     "tool_bad_arguments": "arguments must be a JSON object: {detail}",
 }

@@ -76,6 +76,9 @@ REDUCTION = {
     ),
     "search_query": "要查找的词语、标识符、路径或短语（不区分大小写）。",
     "search_limit": "最多返回的结果数。",
+    "search_scope": ("'current_session'（默认）只搜索本会话；'other_sessions' 搜索同一项目的其他会话；"
+                     "'all_sessions' 两者都搜索。每条结果注明其 session_id。"),
+    "search_scope_unavailable": "此处不支持范围 {scope!r}；只能搜索本会话",
     "tool_unknown": "未知工具 {name!r}；此处只提供 session_load 和 session_search",
     "tool_bad_arguments": "参数必须是 JSON 对象：{detail}",
 }
