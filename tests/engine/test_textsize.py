@@ -170,3 +170,47 @@ def test_tool_arguments_that_only_look_escaped_are_kept_as_they_are():
     assert json.loads(fixed["arguments"]) == {"a": REPLACEMENT_CHARACTER, "b": REPLACEMENT_CHARACTER}
     # arguments given as an object are walked like any value
     assert replace_lone_surrogates({"arguments": {"t": "\ud800"}}) == ({"arguments": {"t": REPLACEMENT_CHARACTER}}, 1)
+
+
+def test_a_run_ending_in_a_one_character_piece_is_counted_too():
+    calls, count = recorder()
+    text = "start " * 3_000 + "=" * 4_097
+    assert safe_count(count, text) == len(text)
+    assert calls[-1] == "="
+
+
+def test_repaired_arguments_keep_their_text_apart_from_the_repaired_characters():
+    # a raw lone surrogate is repaired; the escaped pair beside it (one valid character) and the
+    # spacing stay as the model wrote them: the arguments are not re-serialized for nothing
+    arguments = '{"a":  "\ud800", "e": "\\ud83d\\ude00"}'
+    fixed, n = replace_lone_surrogates({"arguments": arguments})
+    assert n == 1
+    assert fixed == {"arguments": '{"a":  "' + REPLACEMENT_CHARACTER + '", "e": "\\ud83d\\ude00"}'}
+
+
+def test_only_tool_arguments_are_read_as_json_other_strings_are_text():
+    # a tool output quoting JSON source with an escape in it is text: it is kept as written
+    value = {"role": "tool", "content": '{"a": "\\ud800"}', "name": "\\ud800"}
+    assert replace_lone_surrogates(value) == (value, 0)
+
+
+def test_arguments_that_are_not_text_or_objects_are_left_alone():
+    for arguments in (None, 5, 2.5, True, ["\\ud800"]):
+        value = {"function": {"name": "f", "arguments": arguments}}
+        assert replace_lone_surrogates(value) == (value, 0)
+
+
+def test_whitespace_is_looked_for_in_the_last_2048_characters_of_a_slice_only():
+    for ws in (" ", "\n"):
+        # 2,048 back from the end of a 4,000-character slice is index 1,952: found there, not at 1,951
+        assert len(slices("x" * 1_952 + ws + "x" * 5_000, 4_000)[0]) == 1_953
+        assert len(slices("x" * 1_951 + ws + "x" * 5_000, 4_000)[0]) == 4_000
+        assert len(slices("x" * 100 + ws + "x" * 5_000, 4_000)[0]) == 4_000
+        # the last whitespace in reach, not the first
+        assert len(slices("x" * 3_000 + ws + "x" * 500 + ws + "x" * 2_000, 4_000)[0]) == 3_502
+
+
+def test_the_last_slice_is_not_cut_again():
+    text = "word " * 10 + "tail"
+    assert slices(text, 100) == [text]
+    assert slices("a " * 60, 100) == ["a " * 50, "a " * 10]
