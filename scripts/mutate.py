@@ -74,6 +74,10 @@ TARGETS: dict[str, Target] = {
         "tests/engine/test_overflow_guard.py", "tests/engine/test_compactor.py", "tests/engine/test_landing_target.py")),
 }
 
+# timeout_constant: mutmut's wall limit is (the tests' measured time + timeout_constant) * 15.
+# With its default of 1 s a mutant whose tests take milliseconds gets 15 s, which a forked
+# pytest on a loaded shared machine can exceed without hanging (a false "timeout", counted as
+# killed).
 SETUP_CFG = """[mutmut]
 source_paths =
     compaction
@@ -82,6 +86,7 @@ only_mutate =
     {module}
 also_copy =
 {also_copy}
+timeout_constant = 4
 pytest_add_cli_args =
     -p
     no:cacheprovider
@@ -128,7 +133,8 @@ def run(name: str, target: Target, children: int, survivors_only: bool = False) 
     work = prepare(name, target)
     again = []
     if survivors_only and (work / "mutants").is_dir():
-        again = [m for status in ("survived", "no tests") for m in results(work).get(status, [])]
+        # timeouts too: on a loaded machine a timeout may be slowness rather than a hang
+        again = [m for status in ("survived", "no tests", "timeout") for m in results(work).get(status, [])]
     env = dict(os.environ, CORPUS_DIR=os.environ.get("CORPUS_DIR", str(REPO.parent / "shared" / "corpus")))
     env.pop("PYTEST_ADDOPTS", None)
     print(f"== {name}: {target.module} against {len(target.tests)} test file(s)/node(s)", flush=True)
@@ -160,7 +166,7 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="list the modules and their tests")
     parser.add_argument("--fresh", action="store_true", help="forget earlier verdicts of these modules")
     parser.add_argument("--survivors", action="store_true",
-                        help="run only the mutants that survived the previous run (after adding tests)")
+                        help="run only the mutants that survived or timed out in the previous run (after adding tests)")
     args = parser.parse_args()
     if args.list:
         for name, t in TARGETS.items():

@@ -140,6 +140,7 @@ def test_a_connection_allows_its_listed_names_and_prefixes():
 
 @pytest.mark.parametrize(("url", "blocked"), [
     ("http://240.0.0.1/v1", "240.0.0.1"),                         # reserved
+    ("http://[4000::1]/v1", "4000::1"),                           # reserved IPv6, not counted as private
     ("http://224.0.0.251/v1", "224.0.0.251"),                     # multicast
     ("http://[ff02::1]/v1", "ff02::1"),                           # multicast, IPv6
     ("http://[::ffff:10.0.0.1]/v1", "::ffff:a00:1"),              # mapped private IPv4
@@ -171,10 +172,10 @@ def test_a_host_that_cannot_be_resolved_is_refused_unless_private_networks_are_a
 
 
 def test_a_name_is_refused_when_any_of_its_addresses_is_private(resolving_to):
-    asked = resolving_to("8.8.4.4", "10.9.8.7", "fd00::7", "192.168.0.1")
+    asked = resolving_to("8.8.4.4", "10.9.8.7", "fd00::7", "192.168.0.1", "fe80::9%eth0")
     with pytest.raises(ConnectionInvalid) as caught:
         check_address("https://llm.example.com/v1", allow_private_network=False)
-    assert "(10.9.8.7, 192.168.0.1, fd00::7)" in str(caught.value)
+    assert "(10.9.8.7, 192.168.0.1, fd00::7, fe80::9)" in str(caught.value)     # named without its scope
     assert asked[0][0] == "llm.example.com"
     resolving_to("8.8.4.4", "2001:4860:4860::8844")
     check_address("https://llm.example.com/v1", allow_private_network=False)

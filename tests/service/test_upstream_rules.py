@@ -6,6 +6,7 @@ each way (posted as it is, and through litellm) to the scripted OpenAI-compatibl
 test_gateway.py shows the same through the HTTP endpoints and the SDKs."""
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -17,8 +18,11 @@ from dashboard.gateway.upstream import Upstream
 from dashboard.services import connections
 from tests.support.llm_server import ScriptedLLMServer, error, ok, slow
 
-GATEWAY_KEY = "gw-operator-key-31337"
-CONN_KEY = "conn-operator-key-4242"
+# Fresh keys each run: redaction's list of known secrets lives as long as the process, so a
+# key registered by an earlier run of these tests (a mutation run forks the process that ran
+# them) would hide a missing registration.
+GATEWAY_KEY = f"gw-operator-key-{uuid.uuid4().hex}"
+CONN_KEY = f"conn-operator-key-{uuid.uuid4().hex}"
 
 
 @pytest.fixture
@@ -216,8 +220,13 @@ def test_a_call_through_litellm_sends_the_address_key_tools_and_no_retries(serve
     assert "tools" not in server.requests[1].json
 
 
-def test_an_upstream_failure_through_litellm_is_answered_once_with_its_status_and_wait(server):
-    up = Upstream("connection local", "hosted_vllm/m", server.api_base, CONN_KEY)
+def test_an_upstream_failure_through_litellm_is_answered_once_with_its_status_and_wait(server, operator,
+                                                                                     monkeypatch):
+    operator.COMPACTION_CONNECTIONS = [{"name": "local", "models": ["hosted_vllm/*"], "api_base": server.api_base,
+                                        "api_key_env": "CS_T_CONN_KEY", "allow_private_network": True}]
+    monkeypatch.setenv("CS_T_CONN_KEY", CONN_KEY)
+    up = upstream.resolve("hosted_vllm/m")     # as the gateway gets it: the key is now known to redaction
+    assert up == Upstream("connection local", "hosted_vllm/m", server.api_base, CONN_KEY)
     server.script(error(429, "slow down please", retry_after=7))
     refused = gateway_error(upstream.call, up, MESSAGES, [], {}, False)
     assert (refused.status, refused.type) == (429, "rate_limit_error")
@@ -235,3 +244,30 @@ def test_a_litellm_timeout_becomes_a_504(server, settings):
     server.script(slow(3))
     refused = gateway_error(upstream.call, up, MESSAGES, [], {}, False)
     assert (refused.status, refused.type) == (504, "timeout")
+
+
+def test_a_litellm_error_keeps_the_providers_status_error_object_and_wait():
+    """upstream_error on litellm's own exception classes, as litellm raises them for a
+    provider that is not OpenAI-compatible (none answers here, so they are built directly)."""
+    from compaction import _env  # noqa: PLC0415 - litellm is imported lazily
+    litellm = _env.litellm()
+    provider_error = {"message": "prompt is too long", "type": "invalid_request_error", "param": "messages"}
+    exc = litellm.BadRequestError("litellm.BadRequestError: prompt is too long", "claude-x", "anthropic",
+                                  body=provider_error)
+    out = upstream.upstream_error(exc)
+    assert out.status == 400 and out.error_object() == provider_error
+    # a body without a message of its own is not an error object: the gateway writes one
+    exc = litellm.BadRequestError("litellm.BadRequestError: odd", "claude-x", "anthropic", body={"detail": 1})
+    out = upstream.upstream_error(exc)
+    assert set(out.error_object()) == {"message", "type", "param", "code"}
+    assert out.error_object()["message"].endswith("odd") and out.error_object()["type"] == "invalid_request_error"
+    exc = litellm.RateLimitError("slow down", "anthropic", "claude-x")
+    exc.litellm_response_headers = {"retry-after": "9"}
+    out = upstream.upstream_error(exc)
+    assert (out.status, out.type, out.headers) == (429, "rate_limit_error", {"Retry-After": "9"})
+    assert "slow down" in out.message
+    out = upstream.upstream_error(litellm.Timeout("took too long", "claude-x", "anthropic"))
+    assert (out.status, out.type) == (504, "timeout") and "took too long" in out.message
+    out = upstream.upstream_error(ConnectionError("connection refused"))
+    assert (out.status, out.type, out.headers) == (502, "server_error", {})
+    assert out.message == "the upstream could not be reached: connection refused"
