@@ -261,13 +261,19 @@ def test_a_litellm_error_keeps_the_providers_status_error_object_and_wait():
     out = upstream.upstream_error(exc)
     assert set(out.error_object()) == {"message", "type", "param", "code"}
     assert out.error_object()["message"].endswith("odd") and out.error_object()["type"] == "invalid_request_error"
-    exc = litellm.RateLimitError("slow down", "anthropic", "claude-x")
+    exc = litellm.RateLimitError("slow down", "anthropic", "claude-x", num_retries=2)
     exc.litellm_response_headers = {"retry-after": "9"}
     out = upstream.upstream_error(exc)
     assert (out.status, out.type, out.headers) == (429, "rate_limit_error", {"Retry-After": "9"})
-    assert "slow down" in out.message
+    # the provider's message, without the retry note litellm's own text adds
+    assert out.message == "litellm.RateLimitError: slow down" and "Retried" in str(exc)
     out = upstream.upstream_error(litellm.Timeout("took too long", "claude-x", "anthropic"))
     assert (out.status, out.type) == (504, "timeout") and "took too long" in out.message
+    # the OpenAI client's own timeout (no HTTP status) is a timeout too, not "unreachable"
+    import httpx  # noqa: PLC0415
+    import openai  # noqa: PLC0415
+    out = upstream.upstream_error(openai.APITimeoutError(request=httpx.Request("POST", "https://llm.example.com")))
+    assert (out.status, out.type) == (504, "timeout")
     out = upstream.upstream_error(ConnectionError("connection refused"))
     assert (out.status, out.type, out.headers) == (502, "server_error", {})
     assert out.message == "the upstream could not be reached: connection refused"
