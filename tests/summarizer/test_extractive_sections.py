@@ -12,6 +12,7 @@ from compaction import locales
 from compaction.messages import wrap_originals
 from compaction.summarizer import render_conversation
 from compaction.summarizer.extractive import count_words, parse_previous, summarize_text
+from tests.corpus import require_corpus
 
 DJANGO_FIX = "minipr__deepseek_bench1__django__django-11099"
 DJANGO_ORDER = "minipr__deepseek_bench1__django__django-13265"
@@ -282,6 +283,7 @@ def test_a_summary_in_the_format_before_the_split_is_read_into_the_new_sections(
 
 @pytest.mark.parametrize("budget", [80, 250, 600])
 def test_every_corpus_session_stays_within_the_word_budget_with_all_sections(budget):
+    require_corpus()
     for path in sorted(CORPUS.glob("*.json")):
         text = summarize_text(corpus_transcript(path.stem), None, budget)
         assert count_words(text) <= budget, path.name

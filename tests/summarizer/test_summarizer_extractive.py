@@ -17,6 +17,7 @@ from compaction.summarizer import (
     summarize,
 )
 from compaction.summarizer.extractive import LABEL, count_words, register, summarize_text
+from tests.corpus import require_corpus
 
 DJANGO = "minipr__deepseek_bench1__django__django-11099.json"
 
@@ -191,6 +192,7 @@ def test_the_word_budget_reaches_the_provider_even_with_a_custom_prompt(django_s
 
 
 def test_every_corpus_session_gets_a_labelled_summary_within_budget(counter):
+    require_corpus()
     for path in sorted(CORPUS.glob("*.json")):
         span = corpus_span(path.name)
         text = summarize_text(render_conversation(span), None, 250)
