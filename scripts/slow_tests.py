@@ -28,7 +28,10 @@ def parse(text: str) -> dict[str, float]:
     for line in text.splitlines():
         found = LINE.match(line)
         if found:
-            seconds[found.group(3)] = seconds.get(found.group(3), 0.0) + float(found.group(1))
+            # without the "@<group>" that --dist loadgroup appends to a grouped test's id
+            head, sep, last = found.group(3).rpartition("::")
+            nodeid = head + sep + last.split("@", 1)[0]
+            seconds[nodeid] = seconds.get(nodeid, 0.0) + float(found.group(1))
     return seconds
 
 

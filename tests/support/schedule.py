@@ -25,6 +25,12 @@ SLOW_TESTS = Path(__file__).resolve().parents[1] / "slow_tests.txt"
 FRONT_FROM = 5.0
 
 
+def plain_id(nodeid: str) -> str:
+    """The node id without the ``@<group>`` that ``--dist loadgroup`` appends to it."""
+    head, sep, last = nodeid.rpartition("::")
+    return head + sep + last.split("@", 1)[0]
+
+
 def recorded(path: Path = SLOW_TESTS) -> dict[str, float]:
     """node id -> seconds; lines are ``<seconds> <node id>``, ``#`` starts a comment."""
     out: dict[str, float] = {}
@@ -35,7 +41,8 @@ def recorded(path: Path = SLOW_TESTS) -> dict[str, float]:
         if not line or line.startswith("#"):
             continue
         seconds, nodeid = line.split(None, 1)
-        out[nodeid.strip()] = out.get(nodeid.strip(), 0.0) + float(seconds)
+        key = plain_id(nodeid.strip())
+        out[key] = out.get(key, 0.0) + float(seconds)
     return out
 
 
@@ -68,7 +75,7 @@ def slowest_first(items: Sequence[pytest.Item], seconds: dict[str, float],
     band: dict[str, int] = {}
     for i, item in enumerate(items):
         unit = unit_of(item)
-        per_unit[unit] = per_unit.get(unit, 0.0) + seconds.get(item.nodeid, 0.0)
+        per_unit[unit] = per_unit.get(unit, 0.0) + seconds.get(plain_id(item.nodeid), 0.0)
         if unit not in first_seen:
             first_seen[unit] = i
             band[unit] = django_band(item)
