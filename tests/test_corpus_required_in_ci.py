@@ -18,9 +18,15 @@ TARGETS = ["tests/engine/test_determinism.py::test_another_process_with_another_
            "tests/summarizer/test_summarizer_extractive.py::test_every_corpus_session_gets_a_labelled_summary_within_budget"]
 
 
+# plugins the two target tests do not use; loading them (schemathesis imports hypothesis)
+# is half of each run's CPU time
+UNUSED_PLUGINS = ["-p", "no:schemathesis", "-p", "no:hypothesispytest", "-p", "no:playwright", "-p", "no:base_url"]
+
+
 def _pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsfE", "-p", "no:cacheprovider", *TARGETS],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rsfE", "-p", "no:cacheprovider", *UNUSED_PLUGINS,
+                           *TARGETS],
                           cwd=REPO, env=clean | {"CORPUS_DIR": str(tmp_path / "no-corpus"), **env},
                           capture_output=True, text=True, timeout=300)
 
