@@ -74,6 +74,8 @@ ROUTES: dict[str, Route] = {
     "tuning-preview": Route("POST", "session", "view"),
     "tuning-save": Route("POST", "session", "edit"),
     "tuning-sweep": Route("POST", "session", "edit", data=(("sweep_kind", "tokens"), ("sweep_scope", "session"))),
+    "tuning-apply": Route("POST", "session", "edit"),
+    "tuning-undo": Route("POST", "session", "edit"),
     "sweep": Route("GET", "sweep", "view"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)

@@ -26,9 +26,13 @@ QUERIES = {"/api/sessions/{session_id}/archive/search": "?q=module"}
 
 
 def routes() -> list[tuple[str, str]]:
+    """The REST API's routes. The document also describes the gateway (tag Gateway, served at
+    /v1/..., not under /api): its refusals are OpenAI's and Anthropic's error objects, and
+    the gateway's tests check its 401s (test_gateway.py, test_gateway_anthropic.py)."""
     schema = ninja_api.get_openapi_schema()
     return sorted((method, "/api" + path if not path.startswith("/api") else path)
-                  for path, ops in schema["paths"].items() for method in ops)
+                  for path, ops in schema["paths"].items() for method, op in ops.items()
+                  if "Gateway" not in op.get("tags", []))
 
 
 @pytest.fixture
