@@ -9,7 +9,7 @@ import pytest
 from summarizer_spans import CORPUS
 
 from compaction import locales
-from compaction.messages import Provenance, wrap_originals
+from compaction.messages import Provenance, text_of, wrap_originals
 from compaction.policy import SummarizerPolicy
 from compaction.presets import get_preset
 from compaction.session import CompactionSession
@@ -173,6 +173,9 @@ CCTRACE = "claudecode_cctrace__f33cdb42"
 
 
 def first_summary(name: str, preserve: bool) -> tuple[str, list[dict]]:
+    """The first summary's own text and the whole context sent to the model after it. The
+    re-inserted user messages are rendered inside the summary's user turn, so the summary's
+    text is read from its message, not from the rendered turn."""
     require_corpus(f"{name}.json")
     data = json.loads((CORPUS / f"{name}.json").read_text(encoding="utf-8"))
     policy = get_preset("default").with_overrides({"context_window": 32_000,
@@ -182,8 +185,8 @@ def first_summary(name: str, preserve: bool) -> tuple[str, list[dict]]:
         if raw["role"] == "assistant":
             out = session.before_model_call()
             if out and getattr(out, "summarized", False):
-                at = next(i for i, m in enumerate(out.messages) if m.provenance is Provenance.SUMMARY)
-                return out.context[at]["content"], out.context[at + 1:]
+                summary = next(m for m in out.messages if m.provenance is Provenance.SUMMARY)
+                return text_of(summary.raw.get("content")), out.context
         session.append(raw)
     raise AssertionError("no summary")
 
@@ -195,12 +198,16 @@ def test_on_a_real_session_the_task_is_in_the_context_once(name):
                 if m["role"] == "user")
     excerpt = "- Task: " + " ".join(task.split()[:6])
 
-    summary, after = first_summary(name, preserve=True)
-    assert TASK_POINTER in summary and excerpt not in summary.replace("<pr_description> Consider the following "
-                                                                       "PR description: ", "")
-    assert any(task in (m.get("content") or "") for m in after if m["role"] == "user")
+    def copies(context: list[dict]) -> int:
+        return sum(text_of(m.get("content")).count(task) for m in context if m["role"] == "user")
+
+    # kept word for word after the summary (inside its user turn): the summary only points to it
+    summary, context = first_summary(name, preserve=True)
+    assert TASK_POINTER in summary and task not in summary
+    assert excerpt not in summary.replace("<pr_description> Consider the following PR description: ", "")
+    assert copies(context) == 1
 
     # the other way round: nothing keeps the task after the summary, so the summary carries it
-    summary, after = first_summary(name, preserve=False)
+    summary, context = first_summary(name, preserve=False)
     assert TASK_POINTER not in summary and "- Task: " in summary
-    assert not any(task in (m.get("content") or "") for m in after if m["role"] == "user")
+    assert copies(context) == 0
