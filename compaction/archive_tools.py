@@ -25,7 +25,7 @@ import math
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from . import jsontext
@@ -298,29 +298,53 @@ def _snippet(text: str, query_terms: list[str], phrase: str) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
 
 
-def search(archive: ArchiveBackend, session_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
-    """Archived content of a session ranked by BM25 against ``query`` (case-insensitive;
-    CJK text matched by character pairs; an exact phrase match ranks higher)."""
+#: Which sessions a search reads: the calling session only (the default), the project's
+#: other sessions, or both together ranked as one collection.
+SearchScope = Literal["current_session", "other_sessions", "all_sessions"]
+SCOPES: tuple[SearchScope, ...] = ("current_session", "other_sessions", "all_sessions")
+
+
+def scoped_sessions(session_id: str, scope: str, others: Sequence[str]) -> list[str]:
+    """The session ids a scope covers, the current one first; ``others`` are the sibling
+    sessions the caller may read (the engine has no notion of projects)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    siblings = [s for s in dict.fromkeys(others) if s != session_id]
+    if scope == "current_session":
+        return [session_id]
+    if scope == "other_sessions":
+        return siblings
+    return [session_id, *siblings]
+
+
+def search(archive: ArchiveBackend, session_id: str, query: str, limit: int = 10, *,
+           scope: str = "current_session", other_sessions: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Archived content ranked by BM25 against ``query`` (case-insensitive; CJK text matched
+    by character pairs; an exact phrase match ranks higher). ``scope`` widens the search to
+    ``other_sessions`` (ids the caller is allowed to read); the documents of every session in
+    scope are ranked together, and each hit names its ``session_id``."""
     if not isinstance(query, str) or not query.strip():
         raise ValueError("query must be a non-empty string")
     if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
         raise ValueError("limit must be a positive integer")
+    sessions = scoped_sessions(session_id, scope, other_sessions)
     q_terms = list(dict.fromkeys(terms(query)))
     if not q_terms:
         return []
     phrase = " ".join(query.lower().split())
-    docs: list[tuple[str, ArchiveEntry, int, ArchivedItem, str, Counter[str], int]] = []
-    for handle, e, k, item, text in _searchable(archive.entries(session_id)):
-        counts, length = _indexed((e.id, k, e.content_hash), text)
-        docs.append((handle, e, k, item, text, counts, length))
+    docs: list[tuple[str, str, ArchiveEntry, int, ArchivedItem, str, Counter[str], int]] = []
+    for sid in sessions:
+        for handle, e, k, item, text in _searchable(archive.entries(sid)):
+            counts, length = _indexed((e.id, k, e.content_hash), text)
+            docs.append((sid, handle, e, k, item, text, counts, length))
     if not docs:
         return []
     n = len(docs)
-    avg = sum(d[6] for d in docs) / n or 1.0
-    df = {t: sum(1 for d in docs if d[5].get(t)) for t in q_terms}
+    avg = sum(d[7] for d in docs) / n or 1.0
+    df = {t: sum(1 for d in docs if d[6].get(t)) for t in q_terms}
     k1, b = 1.2, 0.75
-    scored: list[tuple[float, int, str, ArchiveEntry, ArchivedItem, str]] = []
-    for order, (handle, e, _k, item, text, counts, length) in enumerate(docs):
+    scored: list[tuple[float, int, str, str, ArchiveEntry, ArchivedItem, str]] = []
+    for order, (sid, handle, e, _k, item, text, counts, length) in enumerate(docs):
         score = 0.0
         for t in q_terms:
             tf = counts.get(t, 0)
@@ -332,12 +356,13 @@ def search(archive: ArchiveBackend, session_id: str, query: str, limit: int = 10
             continue
         if len(q_terms) > 1 and phrase in text.lower():
             score *= 1.5
-        scored.append((score, order, handle, e, item, text))
+        scored.append((score, order, sid, handle, e, item, text))
     scored.sort(key=lambda s: (-s[0], s[1]))
     out: list[dict[str, Any]] = []
-    for score, _, handle, e, item, text in scored[:limit]:
-        out.append({"handle": handle, "entry_id": e.id, "entry_kind": e.kind, "message_id": item.message_id,
-                    "role": item.raw.get("role"), "tool_call_id": item.tool_call_id, "tool_name": item.tool_name,
+    for score, _, sid, handle, e, item, text in scored[:limit]:
+        out.append({"session_id": sid, "handle": handle, "entry_id": e.id, "entry_kind": e.kind,
+                    "message_id": item.message_id, "role": item.raw.get("role"),
+                    "tool_call_id": item.tool_call_id, "tool_name": item.tool_name,
                     "total_chars": len(text), "score": round(score, 4), "snippet": _snippet(text, q_terms, phrase)})
     return out
 
@@ -375,6 +400,8 @@ def tool_definitions(language: str = "en") -> tuple[dict[str, Any], dict[str, An
             "properties": {
                 "query": {"type": "string", "description": t("search_query")},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": t("search_limit")},
+                "scope": {"type": "string", "enum": list(SCOPES), "default": "current_session",
+                          "description": t("search_scope")},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -387,9 +414,11 @@ SESSION_LOAD_TOOL, SESSION_SEARCH_TOOL = tool_definitions("en")
 
 
 def handle_tool_call(archive: ArchiveBackend, session_id: str, name: str, arguments_json: str | dict[str, Any],
-                     language: str = "en") -> str:
+                     language: str = "en", *, other_sessions: Callable[[], Sequence[str]] | None = None) -> str:
     """Run a ``session_load``/``session_search`` call from an agent; always returns JSON text
-    (``{"error": ...}`` for bad calls, so the agent can correct itself)."""
+    (``{"error": ...}`` for bad calls, so the agent can correct itself). ``other_sessions``
+    lists the sibling sessions a widened search may read; without it only the current
+    session is searchable (asked lazily, so a current-session search costs no lookup)."""
     def reply(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
@@ -419,12 +448,19 @@ def handle_tool_call(archive: ArchiveBackend, session_id: str, name: str, argume
             return reply(load(archive, session_id, handle, args.get("offset", 0), limit,
                               field=args.get("field", "content"), part=args.get("part"),
                               tool_call_id=args.get("tool_call_id")))
-        extra = set(args) - {"query", "limit"}
+        extra = set(args) - {"query", "limit", "scope"}
         if extra:
             raise ValueError(f"unknown argument(s): {', '.join(sorted(extra))}")
         query: Any = args.get("query")
-        hits = search(archive, session_id, query, min(int(args.get("limit", 10)), 50))
-        return reply({"query": args.get("query"), "hits": hits})
+        scope: Any = args.get("scope", "current_session")
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        if scope != "current_session" and other_sessions is None:
+            return reply({"error": N.render("search_scope_unavailable", language, scope=scope)})
+        others = list(other_sessions()) if scope != "current_session" and other_sessions else []
+        hits = search(archive, session_id, query, min(int(args.get("limit", 10)), 50),
+                      scope=scope, other_sessions=others)
+        return reply({"query": args.get("query"), "scope": scope, "hits": hits})
     except ArchiveError as exc:
         return reply({"error": str(exc)})
     except (ValueError, TypeError) as exc:

@@ -17,6 +17,7 @@ from .archive import ArchiveBackend, ArchiveEntry, MemoryArchive, write_entries
 from .context import render_messages
 from .cut import NoCut
 from .hooks import resolve as resolve_hooks
+from .landing import DEFAULT_MIN_FREED_SHARE
 from .ledger import build_ledger, drop_reason
 from .messages import Message
 from .outcome import Outcome, Skipped
@@ -41,7 +42,6 @@ from .steps import (
     TooLittleFreed,
     check_trigger,
     finalize_context,
-    fires_again,
     measured_total,
     plan_eviction,
     reduce_tool_output,
@@ -54,7 +54,7 @@ from .windows import resolve_window
 
 __all__ = ["Compactor", "Hooks", "SUMMARY_AVOIDED", "as_messages", "counter_for", "since_last_summary", "totals_of"]
 
-SUMMARY_AVOIDED = "tool-output reduction brought the context under the trigger; no summary needed"
+SUMMARY_AVOIDED = "tool-output reduction brought the context down to the landing target; no summary needed"
 
 
 _SHARED_COUNTERS: dict[tuple[str, str], MessageCounter] = {}
@@ -106,34 +106,55 @@ def run_steps(run: RunContext) -> Compaction | Skipped:
         # Truncating outputs that never went through arrival (a one-shot call on plain dicts)
         # is what a session does at append time, so the minimum does not hold it back.
         arrival = run.unseen_arrivals and reduced.tokens_truncated > 0
-        if reduced.reduced and freed < run.min_freed and not arrival:
+        # A summarizing policy without a minimum of its own (a seed) gets the 10% one here:
+        # its reduction thresholds are not its trigger, so this does not change when it fires.
+        floor = _hysteresis(run) if policy.summarize else run.min_freed
+        if reduced.reduced and freed < floor and not arrival:
             # Rewriting the prefix for a few tokens breaks the provider's prompt cache for little gain.
             return Skipped(f"tool-output reduction would free {freed:,} tokens, less than the minimum of "
-                           f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
-                           trig.trigger, wait_tokens=run.min_freed)
+                           f"{floor:,} (landing.min_freed); waiting for that many new tokens",
+                           trig.trigger, wait_tokens=floor)
         if reduced.reduced:
             return reduction_only(trig.condition.reason,
                                   {"kind": "reduction", "fired": True, "reason": "tool-output reduction threshold"})
         return reduction_only(trig.condition.reason)
-    # Guarding an overflow, reduction alone is enough only when it lands at the target;
-    # stopping just under the window would have the next call overflow again.
-    if (reduced.reduced and not run.force and not fires_again(run, reduced.messages, reduced.tokens)
-            and not (run.over_window and not _landed(run, reduced))):
+    # Hysteresis: reduction alone answers a fired trigger only when it lands at the landing
+    # target, well below the trigger. Freeing just enough to slip under the trigger would
+    # have it fire again a few calls later, a prompt-cache break each time (and guarding an
+    # overflow, stopping just under the window would overflow again), so the summary runs too.
+    if reduced.reduced and not run.force and _landed(run, reduced):
         return reduction_only(SUMMARY_AVOIDED)
     if not policy.summarize:
         return reduction_only("summarization is off in this policy")
-    if run.over_window and not run.force and _landed(run, reduced):
-        return reduction_only("tool-output reduction brought the context to the landing target")
+    def without_summary(note: str, wait: int = 0) -> Compaction | Skipped:
+        # The summary cannot run: a reduction too small to count on its own waits too, rather
+        # than rewrite the prefix (a prompt-cache break) for a few tokens.
+        if reduced.reduced and not run.force and not run.over_window and _freed(run, reduced) < _hysteresis(run):
+            return Skipped(f"{note}; tool-output reduction alone would free only {max(_freed(run, reduced), 0):,} "
+                           f"tokens, less than {_hysteresis(run):,}, so nothing changes now", trig.trigger,
+                           wait_tokens=wait)
+        return reduction_only(note, wait=wait)
+
     plan = plan_eviction(run, reduced)
     if isinstance(plan, NoCut):
-        return reduction_only(plan.reason)
+        return without_summary(plan.reason)
     if isinstance(plan, TooLittleFreed):
-        return reduction_only(plan.reason, wait=plan.wait_tokens)
+        return without_summary(plan.reason, wait=plan.wait_tokens)
     summary = summarize_span(run, reduced, plan)
     if isinstance(summary, SummaryDeclined):
-        return reduction_only(summary.reason)
+        return without_summary(summary.reason)
     finalized = finalize_context(run, reduced, summary)
     return Compaction(trig.trigger, reduced, tuple(plan.notes), list(run.events), finalized)
+
+
+def _freed(run: RunContext, step: ReductionStep) -> int:
+    return run.before.total - (sum(t.total for t in step.tokens) + run.tools_tokens)
+
+
+def _hysteresis(run: RunContext) -> int:
+    """What a reduction must free to stand in for the summary a trigger asked for: the
+    policy's minimum, or 10% of the usable window for policies that set none (the seeds)."""
+    return run.min_freed or int(DEFAULT_MIN_FREED_SHARE * run.usable_window)
 
 
 def _landed(run: RunContext, step: ReductionStep) -> bool:

@@ -3,10 +3,12 @@
 ``python -m compaction compare DIR --preset default --preset deepagents --policy mine.json``
 
 One row per policy, pooled over every session of the directory: over-window calls, thrash
-(compactions that freed too little after the previous one, when the replay reports it),
-compactions, summarizer LLM calls, mean and peak context, tokens sent over all calls, mean
-identifier retention and compression of the summaries, needed-context recall and how many
-sessions kept their integrity (tool pairs valid, replay exact). Two more rows give the
+(compactions of any kind that freed less than 10% of the usable window), compactions,
+summarizer LLM calls, mean and peak context, tokens sent over all calls, mean identifier
+retention and compression of the summaries, needed-context recall, the summary probe score
+(:mod:`compaction.evaluation.probes`: share of the probes drawn from evicted spans that the
+next context answers) and how many sessions kept their integrity (tool pairs valid, replay
+exact). Two more rows give the
 baselines of :mod:`compaction.evaluation.baselines` replayed beside the first policy.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .figures import recall as pooled_recall
 from .messages import JSONObject, RawMessage
 from .policy import Policy
 from .simulate import simulate
@@ -52,6 +55,10 @@ class PolicyTotals:
     compression: list[float] = field(default_factory=list)
     intact: int = 0
     broken: list[str] = field(default_factory=list)
+    probes_held: int = 0
+    probes_total: int = 0
+    #: None for the baselines, which never summarize
+    probe_kinds: dict[str, dict[str, int]] | None = field(default_factory=dict)
 
     def add(self, session: str, report: dict[str, Any]) -> None:
         self.sessions += 1
@@ -71,6 +78,14 @@ class PolicyTotals:
         self.cache_breaks += lookahead.get("cache_breaks", 0)
         cost = lookahead.get("cost_usd")
         self.cost_usd = None if self.cost_usd is None or cost is None else self.cost_usd + cost
+        probes = report.get("probes") or {}
+        self.probes_held += probes.get("held", 0)
+        self.probes_total += probes.get("total", 0)
+        if self.probe_kinds is not None:
+            for kind, figures in (probes.get("by_kind") or {}).items():
+                mine = self.probe_kinds.setdefault(kind, {"held": 0, "total": 0})
+                mine["held"] += figures["held"]
+                mine["total"] += figures["total"]
         integrity = report["integrity"]
         if integrity["tool_pairs_ok"] and integrity["replay_exact"]:
             self.intact += 1
@@ -89,6 +104,7 @@ class PolicyTotals:
         cost = figures.get("cost_usd")
         self.cost_usd = None if self.cost_usd is None or cost is None else self.cost_usd + cost
         self.thrash = None
+        self.probe_kinds = None
         self.intact += 1
 
     @property
@@ -97,7 +113,12 @@ class PolicyTotals:
 
     @property
     def recall(self) -> float | None:
-        return round(self.kept / self.needed, 4) if self.needed else None
+        share = pooled_recall(self.kept, self.needed)  # the tuning page's computation (compaction.figures)
+        return None if share is None else round(share, 4)
+
+    @property
+    def probe_score(self) -> float | None:
+        return round(self.probes_held / self.probes_total, 4) if self.probes_total else None
 
     @property
     def retention_mean(self) -> float | None:
@@ -114,6 +135,8 @@ class PolicyTotals:
                 "peak_context_tokens": self.peak_context_tokens, "tokens_sent": self.tokens_sent,
                 "retention": self.retention_mean, "compression": self.compression_mean,
                 "recall": self.recall, "needed": self.needed, "kept": self.kept,
+                "probes": self.probe_score, "probes_held": self.probes_held, "probes_total": self.probes_total,
+                "probes_by_kind": self.probe_kinds,
                 "cache_breaks": self.cache_breaks,
                 "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 4),
                 "integrity_ok": self.intact, "integrity_broken": self.broken}
@@ -152,7 +175,7 @@ def _pct(value: float | None) -> str:
 
 
 COLUMNS = ("policy", "over", "thrash", "compact", "LLM", "mean ctx", "peak ctx", "tokens sent", "retain", "ratio",
-           "recall", "breaks", "cost $", "intact")
+           "recall", "probes", "breaks", "cost $", "intact")
 
 
 def table(result: dict[str, Any]) -> str:
@@ -162,7 +185,7 @@ def table(result: dict[str, Any]) -> str:
                 NONE if baseline else _num(r["compactions"]), NONE if baseline else _num(r["llm_calls"]),
                 _num(r["mean_context_tokens"]), _num(r["peak_context_tokens"]), _num(r["tokens_sent"]),
                 _pct(r["retention"]), NONE if r["compression"] is None else f"{r['compression']:.1f}x",
-                _pct(r["recall"]), _num(r["cache_breaks"]),
+                _pct(r["recall"]), NONE if r["probes"] is None else f"{r['probes']:.3f}", _num(r["cache_breaks"]),
                 NONE if r["cost_usd"] is None else f"{r['cost_usd']:.2f}",
                 NONE if baseline else f"{r['integrity_ok']}/{r['sessions']}"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .errors import SessionValidationError
 from .messages import (
@@ -163,7 +164,8 @@ def render_messages(messages: list[Message]) -> list[RawMessage]:
     """The OpenAI message list to send. A summary in 'system' injection mode is merged
     into the first system message (or becomes one) instead of standing on its own; one in
     'first_user' mode is put in front of the user message it names (``meta["merge_into"]``),
-    or stands alone when that message is not in the list."""
+    or stands alone when that message is not in the list. Preserved user messages naming a
+    summary (``meta["join_summary"]``) are rendered inside that summary's user turn."""
     out: list[RawMessage] = []
     system_summaries = [m for m in messages if m.provenance is Provenance.SUMMARY and m.meta.get("injection") == "system"]
     ids = {m.id for m in messages}
@@ -173,9 +175,19 @@ def render_messages(messages: list[Message]) -> list[RawMessage]:
         if isinstance(target, str) and target in ids:
             into[target] = m
     merging = set(map(id, into.values()))
+    # preserved copies rendered inside their summary's user turn (user injection)
+    joins: dict[str, list[Message]] = {}
+    for m in messages:
+        target = m.meta.get("join_summary") if m.provenance is Provenance.PRESERVED else None
+        if isinstance(target, str) and target in ids:
+            joins.setdefault(target, []).append(m)
+            merging.add(id(m))
     merged = False
     for m in messages:
         if m in system_summaries or id(m) in merging:
+            continue
+        if m.id in joins:
+            out.append(_join(m.raw, [j.raw for j in joins[m.id]]))
             continue
         if m.id in into:
             out.append(_merge_user(into[m.id].raw, m.raw))
@@ -203,6 +215,20 @@ def _merge_system(raw: RawMessage, summaries: list[Message]) -> RawMessage:
         new["content"] = list(content) + [{"type": "text", "text": extra}]
     else:
         new["content"] = (content or "") + "\n\n" + extra
+    return new
+
+
+def _join(summary: RawMessage, copies: list[RawMessage]) -> RawMessage:
+    """The summary's user turn with the preserved copies after its text, in order."""
+    new = dict(summary)
+    if all(isinstance(c.get("content"), str) for c in copies) and isinstance(summary.get("content"), str):
+        new["content"] = "\n\n".join([summary["content"]] + [c["content"] for c in copies])
+        return new
+    parts: list[Any] = [{"type": "text", "text": _text(summary)}]
+    for c in copies:
+        content = c.get("content")
+        parts.extend(content if isinstance(content, list) else [{"type": "text", "text": content or ""}])
+    new["content"] = parts
     return new
 
 

@@ -12,7 +12,10 @@ Rules, in order:
    all answered yet (the agent's latest turn) extends to the end of the session.
 4. From the target, search (forward = keep fewer, or backward = keep more) for a safe
    boundary where the tail starts at a user turn; with ``user_turn="prefer"`` fall back
-   to any safe boundary when no user turn is in reach (single-task coding runs).
+   to any safe boundary when no user turn is in reach (single-task coding runs); with
+   ``user_turn="require"`` a forward search that finds no user turn ahead snaps back to the
+   latest one, keeping the whole last turn, so only a run with a single user turn cannot
+   be cut.
 5. Pinned messages (and their whole tool group) stay, in order, after the summary.
 If no boundary evicts at least one original message, there is no cut, and the plan says why.
 """
@@ -151,7 +154,11 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
         # keep fewer when possible; when every boundary ahead is unsafe (a tool group
         # still waiting for results at the end), keep more rather than break the group
         ahead = list(range(start, n + 1))
-        orders = {True: ahead, False: ahead + [i for i in backward if i < start]}
+        behind = [i for i in backward if i < start]
+        # 'require' snaps back to the latest user turn when the last turn is longer than the
+        # tail bounds (DeepAgents blocks only runs with a single user turn); 'prefer' falls
+        # back to any safe boundary ahead instead, keeping the tail within its bounds
+        orders = {True: ahead + behind if policy.user_turn == "require" else ahead, False: ahead + behind}
     else:
         orders = {True: backward, False: backward}
 
@@ -180,7 +187,10 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
         return NoCut("no safe cut: every boundary in reach would split a tool call from its results "
                      "or evict nothing but summaries and pinned messages")
     notes = []
-    if cut < target:
+    if cut < target and policy.user_turn == "require" and policy.search == "forward" and cut < start:
+        notes.append("the last turn is longer than the tail bounds; kept it whole so the tail starts at its user "
+                     "message (cut.user_turn=require)")
+    elif cut < target:
         notes.append("kept more than the tail bounds allow so that no tool call is separated from its results")
     if target == n:
         # Not a missing user turn: the bounds left no tail to start at one (keep_messages 0,

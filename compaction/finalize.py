@@ -13,8 +13,12 @@ Preserved user messages: the most recent evicted user messages within a token an
 budget, newest first, skipping any the user message filters reject, any repeat of a message
 already picked or still in the context (pinned or in the kept tail), and any the summary
 already quotes whole. Each carries a marker line (from ``locales/``) saying it is an earlier
-message, so the model does not take it for a fresh turn; with ``preserved_user_placement = "summary_section"`` they are quoted inside the
-summary instead, in an ``<all_user_messages>`` section.
+message, so the model does not take it for a fresh turn. In user injection they sit right
+after the summary and are rendered into its user turn (``meta["join_summary"]``), so the
+summary, the copies and the acknowledgement read user, assistant. With
+``preserved_user_placement = "summary_section"`` (Eino's layout) they are quoted verbatim
+inside the summary instead, in one ``<all_user_messages>`` section that takes the place of
+any such section the summary text already has.
 
 A custom finalizer receives the same input plus the default finalizer, so it can wrap it or
 replace it.
@@ -29,6 +33,7 @@ from .locales import texts
 from .messages import Message, Provenance, RawMessage, iter_text, text_of, tool_name_index
 from .policy import Policy
 from .tokens import MessageCounter
+from .windows import usable_window
 
 
 @dataclass
@@ -73,21 +78,36 @@ def summary_text(inp: FinalizeInput, user_messages: list[Message] | None = None)
         else:
             lines.append(t["summary_archive"].format(archive_ref=inp.archive_ref))
     lines.append("")
-    lines.append(inp.summary.strip())
+    body = inp.summary.strip()
+    section = None
+    if user_messages is not None:
+        section = ["<all_user_messages>", t["user_messages_intro"]]
+        section += ["- " + plain_text(m, inp.policy.finalize.language).replace("\n", "\n  ") for m in user_messages]
+        section.append("</all_user_messages>")
+        if not user_messages:
+            section = []
+        # The summary's own section (a model that follows Eino's prompt writes one, and a folded
+        # earlier summary carries one) gives way to the originals: one section, in its place.
+        found = USER_SECTION.search(body)
+        if found is not None:
+            body = (body[:found.start()].rstrip() + ("\n" + "\n".join(section) if section else "")
+                    + "\n" + USER_SECTION.sub("", body[found.end():]).lstrip()).strip()
+            section = None
+    lines.append(body)
     skills = preserved_skills(inp)
     if skills:
         lines.append("")
         lines.append(t["summary_skills"])
         lines.extend(skills)
-    if user_messages:
+    if section:
         lines.append("")
-        lines.append("<all_user_messages>")
-        lines.append(t["user_messages_intro"])
-        for m in user_messages:
-            lines.append("- " + plain_text(m, inp.policy.finalize.language).replace("\n", "\n  "))
-        lines.append("</all_user_messages>")
+        lines.extend(section)
     lines.append(t["summary_close"])
     return "\n".join(lines)
+
+
+#: An ``<all_user_messages>`` section as a summary may hold it (Eino's layout).
+USER_SECTION = re.compile(r"<all_user_messages>.*?(?:</all_user_messages>|\Z)", re.DOTALL)
 
 
 def preserved_skills(inp: FinalizeInput) -> list[str]:
@@ -151,13 +171,25 @@ def _marked(m: Message, body: str | None, marker: str) -> RawMessage:
     return {"role": "user", "content": marker + "\n" + (content or "")}
 
 
+#: Re-inserted user messages never take more than this share of the usable window, whatever
+#: the budget says: Eino's default (a third of a 160k trigger) would refill a small window by
+#: itself, and a summary that quotes them cannot be shrunk by the overflow guard.
+PRESERVE_MAX_SHARE = 0.25
+
+
+def preserve_budget(policy: Policy, window: int) -> int:
+    """Tokens the re-inserted user messages may use (``finalize.preserve_user_max_tokens``,
+    default 5% of the window), at most a quarter of the usable window."""
+    fin = policy.finalize
+    budget = fin.preserve_user_max_tokens if fin.preserve_user_max_tokens is not None else int(0.05 * window)
+    return min(budget, int(PRESERVE_MAX_SHARE * usable_window(window, policy.reserved_output_tokens)))
+
+
 def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
     fin = inp.policy.finalize
     if not fin.preserve_user_messages:
         return []
-    budget = fin.preserve_user_max_tokens
-    if budget is None:
-        budget = int(0.05 * inp.window)
+    budget = preserve_budget(inp.policy, inp.window)
     t = texts(fin.language)
     marker = t["preserved_marker"]
     quoted = _norm(inp.summary)
@@ -181,7 +213,9 @@ def preserved_user_messages(inp: FinalizeInput) -> list[Message]:
         source_id = m.meta.get("source_id", m.id)
         meta = {"source_id": source_id, "preserved": True}
         raw = m.raw if m.provenance is Provenance.PRESERVED else _marked(m, None, marker)
-        cost = inp.counter.count(Message(raw, "probe", Provenance.PRESERVED)).total
+        # quoted in the summary's section, a message costs its own words (no marker, no turn)
+        cost = (inp.counter.count_text(words) if fin.preserved_user_placement == "summary_section"
+                else inp.counter.count(Message(raw, "probe", Provenance.PRESERVED)).total)
         if cost <= budget:
             picked.append(Message(raw, f"{source_id}.p", Provenance.PRESERVED, None, meta))
             budget -= cost
@@ -206,7 +240,13 @@ def default_finalizer(inp: FinalizeInput) -> list[Message]:
     in_summary = fin.preserved_user_placement == "summary_section"
     text = summary_text(inp, preserved if in_summary else None)
     meta = {"injection": fin.injection, "archive_ref": inp.archive_ref, "number": inp.number}
-    rest = [] if in_summary else list(preserved)
+    summary_id = f"sum-{ref}"
+    # In user injection the copies join the summary's user turn when rendered (they stay
+    # messages of their own, so a later summary can preserve them again): one user turn,
+    # then the acknowledgement, so roles alternate.
+    joined = [] if in_summary or fin.injection != "user" else [
+        Message(m.raw, m.id, m.provenance, m.ordinal, dict(m.meta) | {"join_summary": summary_id}) for m in preserved]
+    rest = [] if in_summary or joined else list(preserved)
     for m in inp.pinned:
         rest.append(Message(m.raw, m.id, Provenance.PINNED if m.is_original else m.provenance, m.ordinal, dict(m.meta)))
     rest.extend(inp.tail)
@@ -218,7 +258,8 @@ def default_finalizer(inp: FinalizeInput) -> list[Message]:
             meta["merge_into"] = rest[0].id
         out.append(Message({"role": "user", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None, meta))
     else:
-        out.append(Message({"role": "user", "content": text}, f"sum-{ref}", Provenance.SUMMARY, None, meta))
+        out.append(Message({"role": "user", "content": text}, summary_id, Provenance.SUMMARY, None, meta))
+        out.extend(joined)
         if fin.acknowledgement:
             ack = texts(fin.language)["acknowledgement"]
             out.append(Message({"role": "assistant", "content": ack}, f"ack-{ref}", Provenance.ACKNOWLEDGEMENT))

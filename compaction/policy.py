@@ -54,6 +54,7 @@ class CutPolicy(_Strict):
     user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
     min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")
     forced_any_boundary: bool = Field(False, description="A forced run whose user_turn rule finds no user turn to start the kept tail (a single-request run) cuts at the nearest safe boundary instead of doing nothing (tRPC summarizes such runs when forced; DeepAgents does not).")
+    any_boundary_near_window: float | None = Field(None, gt=0, le=1, description="When the context, after tool-output reduction, reaches this share of the usable window (or of token tailoring's budget when that is smaller) and the user_turn rule finds no user turn to start the kept tail (a single-request run, or a last turn that holds everything since the previous summary), the summary runs anyway before the model call, keeping the latest round verbatim (tRPC's synchronous summary when a request approaches the window). None: never.")
 
 
 # -- summarizer --------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class FinalizePolicy(_Strict):
     acknowledgement: bool = Field(True, description="Add the short assistant acknowledgement after a user-mode summary (keeps roles alternating).")
     preserve_user_messages: bool = Field(True, description="Re-insert the most recent original user messages from the evicted span, marked as earlier messages, without repeats (of each other, or of text the summary already quotes whole) and without those the user message filters (hooks.user_message_filter) reject.")
     preserved_user_placement: Literal["messages", "summary_section"] = Field("messages", description="Where re-inserted user messages go. 'messages': each is a user turn after the summary, prefixed with a short marker; 'summary_section' (Eino's layout): they are quoted inside the summary in an <all_user_messages> section and no extra turns are added.")
-    preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window).")
+    preserve_user_max_tokens: int | None = Field(None, ge=0, description="Token budget for re-inserted user messages (default: 5% of the window); never more than a quarter of the usable window.")
     preserve_user_max_messages: int = Field(4, ge=0, description="At most this many user messages are re-inserted (the most recent ones), so a chat of many short turns still shrinks.")
     skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
     archive_hint: bool = Field(True, description="Name the archive entry in the summary so the agent can recover originals.")

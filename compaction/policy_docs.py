@@ -73,12 +73,17 @@ window loads with a warning (`Policy.warnings()`; the CLI, the API's policy resp
 `POST /api/policies/validate`, and the tuning page show it).
 
 **Landing target and hysteresis** (`landing.*`). A compaction moves its cut back until the
-context lands at or below `landing.target`. One that would free less than
-`landing.min_freed` (tool-output clearing included) does not run, and the trigger re-arms
-only once that many new tokens arrived; after any compaction the trigger also waits for that
-many. Replay reports count `thrash`: compactions that fired less than the minimum (10% of the
-usable window when the policy sets none) after the previous one. A target above the trigger
-threshold or a minimum above the usable window is refused at load, naming the field.
+context lands at or below `landing.target`. When the trigger fires, tool-output reduction
+alone answers it only if it brings the context down to the landing target; otherwise the
+summary runs too, so a reduction that slips just under the trigger cannot have it fire
+again a few calls later. When no summary can run (no cut, or one that would free too
+little), a reduction freeing less than `landing.min_freed` (10% of the usable window for
+policies that set 0) waits instead. One that would free less than `landing.min_freed`
+(tool-output clearing included) does not run, and the trigger re-arms only once that many
+new tokens arrived; after any compaction the trigger also waits for that many. Replay
+reports count `thrash`: compactions of any kind (clearing, truncation, summary, tailoring)
+that freed less than 10% of the usable window. A target above the trigger threshold or a
+minimum above the usable window is refused at load, naming the field.
 
 **Seed presets** keep their seed's kept-tail bounds and fire whenever their trigger does
 (`landing.move_cut` off, `landing.min_freed` 0): they gain only the overflow guard.

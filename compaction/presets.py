@@ -4,9 +4,9 @@ semantics in our vocabulary; ``default`` is ours and takes the best of them.
 | preset | trigger | kept tail | summary turn | counter |
 |---|---|---|---|---|
 | default | 80% of usable window | 12 msgs / 25% window, user turn preferred | user + ack, recent user msgs re-inserted | tiktoken |
-| eino | 160k tokens | none (whole history summarized) | user, recent user msgs (≤ trigger/3) | last reported usage + chars/4 since |
-| deepagents | 85% of the whole window (fallback 32,768) | 6 msgs / 25% window, must start at a user turn | user + ack | chars/4 |
-| trpc | tokens since last summary > 50% of window | the current turn (any safe boundary when forced) | merged into the system message; token tailoring last | chars/4 |
+| eino | 160k tokens | none (whole history summarized) | user; recent user msgs verbatim in its `<all_user_messages>` section (≤ trigger/3) | last reported usage + chars/4 since |
+| deepagents | 85% of the whole window (fallback 32,768) | 6 msgs / 25% window, must start at a user turn (a long last turn is kept whole) | user + ack | chars/4 |
+| trpc | tokens since last summary > 50% of window | the current turn (any safe boundary when forced, or near the window: latest round) | merged into the system message; token tailoring last | chars/4 |
 | sagents | 170k tokens | 6 msgs, nearest safe point searching backwards | user; agent's model; a failed summary keeps everything | chars/4 |
 | langchain | 4,000 tokens (documented example) | 20 msgs | user; summarizer sees only the last 4,000 tokens | chars/4 |
 | anthropic-clear-tool-uses | 100k tokens | - | no summary; clears old tool results keeping 3 | tiktoken |
@@ -20,7 +20,12 @@ Seed details that are easy to get wrong:
 - trpc: 300 words is our choice, the top of the range the seed recommends (100-300); tRPC
   states no limit unless one is configured. With a limit set, a custom prompt must carry
   ``{max_summary_words}`` (``summarizer.require_word_placeholder``). A forced run summarizes
-  a single-request run too (``cut.forced_any_boundary``).
+  a single-request run too (``cut.forced_any_boundary``), and so does the synchronous summary
+  tRPC runs before a model call whose request nears the window (at 90% of the usable window,
+  ``cut.any_boundary_near_window``; the latest round stays verbatim), so token tailoring stays
+  the last resort it is in the seed instead of dropping rounds on every call.
+- deepagents: the cut snaps to a user turn; when the last turn is longer than the kept tail
+  it snaps back to that turn's user message, so only single-turn runs cannot be compacted.
 - sagents: the summary is written by the agent's own model when it is known
   (``summarizer.use_agent_model``: ``model``, else the model recorded on the latest assistant
   message), else offline; a failed summary is reported and the messages are kept
@@ -76,7 +81,10 @@ def _eino() -> JSONObject:
         "trigger": {"kind": "tokens", "threshold": 160_000},
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore"},
         "summarizer": {"retry": {"max_retries": 0}},
+        # Eino's default finalizer: the recent original user messages take the place of the
+        # summary's <all_user_messages> section, within a third of the trigger threshold.
         "finalize": {"injection": "user", "acknowledgement": False, "preserve_user_messages": True,
+                     "preserved_user_placement": "summary_section",
                      "preserve_user_max_tokens": 160_000 // 3, "preserve_user_max_messages": 10_000},
         "reduction": reduction_config.eino_reduction().model_dump(mode="json"),
     }
@@ -106,7 +114,7 @@ def _trpc() -> JSONObject:
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
         "cut": {"keep_messages": 0, "keep_fraction": 0.0, "search": "backward", "user_turn": "require",
-                "forced_any_boundary": True},
+                "forced_any_boundary": True, "any_boundary_near_window": 0.9},
         # 300 words: the top of the range the seed recommends; tRPC itself states no limit.
         "summarizer": {"max_summary_words": 300, "require_word_placeholder": True, "retry": {"max_retries": 0},
                        "cache_safe": False},

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compactor import counter_for
+from .figures import ReplayFigures, append_only_costs
 from .messages import Message, Provenance, original_id
 from .policy import Policy
 from .simulate import SimulationReport, run_simulation
@@ -33,9 +34,8 @@ class PolicyPreview:
     baseline: list[int]
     #: Context after the last message without compaction.
     baseline_final: int
-    #: Agent model the costs are priced for, and its (input, output) USD per token.
-    price_model: str | None
-    price: tuple[float, float] | None
+    #: The agent model the policy or the session names (None: neither does).
+    agent_model: str | None
     summarizer_model: str | None
     #: USD of the summaries at the summarizer's price; 0 without a summarizer model, None
     #: when litellm does not know its price.
@@ -74,12 +74,31 @@ class PolicyPreview:
         return sum(1 for v in self.baseline if v > self.report.usable_window)
 
     @property
-    def cost(self) -> float | None:
-        return self.tokens_sent * self.price[0] if self.price is not None else None
+    def figures(self) -> ReplayFigures:
+        """The replay's numbers as the preview, the sweep and ``compare`` show them
+        (compaction.figures): cache-priced and uncached cost, pooled recall."""
+        report = self.report
+        lookahead = report.lookahead
+        prices = lookahead.prices if lookahead is not None else None
+        meter = lookahead.policy.cache if lookahead is not None else None
+        base_cached, base_full = append_only_costs(self.baseline, prices)
+        scores = [c.retention for c in report.compactions if c.retention is not None]
+        return ReplayFigures(
+            calls=len(self.calls), tokens_sent=self.tokens_sent, tokens_baseline=self.tokens_sent_baseline,
+            needed=lookahead.policy.needed if lookahead is not None else 0,
+            kept=lookahead.policy.kept if lookahead is not None else 0,
+            cost_usd=meter.cost(prices) if meter is not None else None,
+            cost_without_cache_usd=None if prices is None else self.tokens_sent * prices.input,
+            baseline_cost_usd=base_cached, baseline_cost_without_cache_usd=base_full,
+            summary_cost_usd=self.summarizer_cost, cache_breaks=meter.breaks if meter is not None else 0,
+            overflow_calls=report.overflow_calls, compactions=len(report.compactions),
+            summaries=sum(1 for c in report.compactions if c.summarized),
+            retention_sum=sum(scores), retention_count=len(scores))
 
     @property
-    def cost_baseline(self) -> float | None:
-        return self.tokens_sent_baseline * self.price[0] if self.price is not None else None
+    def price_model(self) -> str | None:
+        """The model the agent's input is priced at (the look-ahead's choice)."""
+        return self.report.lookahead.price_model if self.report.lookahead is not None else self.agent_model
 
 
 def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: list[dict[str, Any]] | None = None,
@@ -109,7 +128,7 @@ def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: lis
     scores = [c.retention for c in report.compactions if c.retention is not None]
     return PolicyPreview(
         report=report, calls=calls, per_call=report.kept.per_call if report.kept else [], baseline=baseline,
-        baseline_final=running, price_model=model, price=price_per_token(model),
+        baseline_final=running, agent_model=model,
         summarizer_model=summarizer_model, summarizer_cost=summarizer_cost,
         retention_mean=sum(scores) / len(scores) if scores else None,
     )

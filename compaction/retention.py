@@ -309,11 +309,16 @@ class _Haystack:
     _TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;]+")
     GRAM = 4
     GRAMS_FROM = 20_000  # contexts shorter than this are simply scanned
+    # Building the 4-gram set costs about as much as 800 plain scans of the same text (one
+    # Python step per character against C's substring search), and most contexts are asked
+    # about far fewer identifiers: the first ones are scanned, the set is built only after.
+    SCANS_BEFORE_GRAMS = 256
 
     def __init__(self, text: str):
         self.text = text.lower()
         self.tokens = set(self._TOKEN.findall(self.text))
         self._grams: set[str] | None = None
+        self._scans = 0
 
     def _gram_set(self) -> set[str]:
         if self._grams is None:
@@ -326,6 +331,9 @@ class _Haystack:
             return True
         g = self.GRAM
         if len(self.text) >= self.GRAMS_FROM and len(needle) >= g:
+            if self._grams is None and self._scans < self.SCANS_BEFORE_GRAMS:
+                self._scans += 1
+                return needle in self.text
             grams = self._gram_set()
             for i in range(len(needle) - g + 1):
                 if needle[i:i + g] not in grams:

@@ -20,7 +20,7 @@ from .messages import Message, tool_name_index
 from .outcome import Outcome, Skipped
 from .policy import Policy
 from .reduction.pipeline import clearing_due, on_append
-from .tailoring import tailoring_due
+from .tailoring import near_window_line, tailoring_due
 from .triggers import LazyTrigger, TriggerState, compile_condition, usable_window
 
 
@@ -45,6 +45,7 @@ class CompactionSession:
         self.truncation_events: list[dict[str, Any]] = []
         self.usable_window = usable_window(self.compactor.window, self.policy.reserved_output_tokens)
         self.landing_target, self.min_freed = self.policy.landing_numbers(self.compactor.window)
+        self.near_window_at = near_window_line(self.policy, self.compactor.window)
         # Hysteresis: tokens that arrived so far, and the count at which the trigger re-arms
         # (after a compaction, or after one that would have freed too little).
         self.arrived_tokens = 0
@@ -132,9 +133,13 @@ class CompactionSession:
             return self.compact(**kwargs)
         if not self.armed():
             return None
-        if self.should_compact().fired or self.reduction_due() or self.tailoring_due():
+        if self.should_compact().fired or self.reduction_due() or self.tailoring_due() or self.near_window():
             return self.compact(**kwargs)
         return None
+
+    def near_window(self) -> bool:
+        """O(1): the context has reached the policy's near-window line (cut.any_boundary_near_window)."""
+        return self.near_window_at is not None and self.live.total_tokens >= self.near_window_at
 
     def over_window(self) -> bool:
         """O(1): the context would not fit the usable window (window minus reserved output)."""

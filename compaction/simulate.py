@@ -18,6 +18,8 @@ from .context import tool_pairs_ok
 from .errors import CompactionError, SummaryError
 from .evaluation import LookAhead, LookAheadReport
 from .evaluation.cache import choose_price_model
+from .evaluation.probes import ProbeReport
+from .evaluation.probes import score as score_probes
 from .landing import DEFAULT_MIN_FREED_SHARE
 from .messages import canonical_json
 from .outcome import Outcome
@@ -143,8 +145,8 @@ class SimulationReport:
     integrity: Integrity
     #: model calls over the usable window only because one message is itself larger than it
     oversized_calls: int = 0
-    #: compactions that fired less than the minimum freed (landing.min_freed, or 10% of the
-    #: usable window when the policy sets none) of new tokens after the previous one
+    #: compactions of any kind (clearing, truncation, summary, tailoring) that freed less than
+    #: 10% of the usable window: each breaks the prompt cache for little room
     thrash: int = 0
     usable_window: int = 0
     #: settings that cannot work as written at this window (the overflow guard stands in)
@@ -154,6 +156,8 @@ class SimulationReport:
     kept: KeptContexts | None = None
     #: Needed-context recall, baselines and prompt-cache figures (None when not asked for).
     lookahead: LookAheadReport | None = None
+    #: Summary probes (:mod:`compaction.evaluation.probes`), with the look-ahead.
+    probes: ProbeReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON (``python -m compaction replay --json``)."""
@@ -186,6 +190,8 @@ class SimulationReport:
             out["summaries_without_reduction"] = self.summaries_without_reduction
         if self.lookahead is not None:
             out["lookahead"] = self.lookahead.to_dict()
+        if self.probes is not None:
+            out["probes"] = self.probes.to_dict()
         if self.kept is not None:
             out["context_per_call"] = self.kept.per_call
             out["context"] = self.kept.context
@@ -232,9 +238,9 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                                 clock=clock)
     window = session.compactor.window
     usable = session.usable_window
-    # a policy without a minimum (landing.min_freed = 0) is measured against the default one
-    thrash_floor = session.min_freed or int(DEFAULT_MIN_FREED_SHARE * usable)
-    last_compaction_at: int | None = None
+    # one yardstick for every policy, whatever its own minimum: a compaction that frees less
+    # than this breaks the prompt cache for too little room
+    thrash_floor = int(DEFAULT_MIN_FREED_SHARE * usable)
     thrash = oversized = 0
     model_calls = overflow = llm_calls = 0
     peak = 0
@@ -246,6 +252,8 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     total = len(messages)
     live = session.live
     evaluator = None
+    probes = ProbeReport() if lookahead else None
+    gone: set[int] = set()   # ordinals of originals no longer in the context
     if lookahead:
         evaluator = LookAhead(session.compactor.counter, tools_tokens=live.tools_tokens,
                               usable_window=usable, price_model=choose_price_model(price_model, session.policy.model),
@@ -265,11 +273,17 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                 if not out.summarized and any("no summary needed" in n for n in out.notes):
                     summaries_avoided += 1
                 compactions.append(FiredCompaction.of(index, out))
-                if last_compaction_at is not None and session.arrived_tokens - last_compaction_at < thrash_floor:
+                if out.tokens_before["total"] - out.tokens_after["total"] < thrash_floor:
                     thrash += 1
-                last_compaction_at = session.arrived_tokens
                 if not tool_pairs_ok(out.context):
                     pairs_ok = False
+                if probes is not None:
+                    present = {m.ordinal for m in live.messages if m.is_original}
+                    span = [i for i in range(index) if i not in present and i not in gone]
+                    gone.update(span)
+                    if span:
+                        probes.compactions.append(score_probes(index, [messages[i] for i in span],
+                                                               messages[:index], session.context()))
             model_calls += 1
             size = session.total_tokens
             contexts.append(size)
@@ -337,6 +351,7 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
         summaries_without_reduction=summaries_without,
         kept=kept,
         lookahead=evaluator.report() if evaluator is not None else None,
+        probes=probes,
     )
 
 

@@ -79,6 +79,19 @@ def tailoring_budget(policy: Policy, window: int) -> int:
     return usable_window(window, tailoring_reserve(policy))
 
 
+def near_window_line(policy: Policy, window: int) -> int | None:
+    """Where a request "nears the window" for ``cut.any_boundary_near_window``: that share of
+    the usable window, or of the tailoring budget when tailoring is on and that is tighter
+    (tailoring would otherwise drop rounds first, on every call). None when the policy has none."""
+    near = policy.cut.any_boundary_near_window
+    if near is None:
+        return None
+    limit = usable_window(window, policy.reserved_output_tokens)
+    if policy.tailoring.enabled:
+        limit = min(limit, tailoring_budget(policy, window))
+    return int(near * limit)
+
+
 def history_runs_active(policy: Policy) -> bool:
     return policy.history_runs > 0 and not policy.summarize
 

@@ -14,6 +14,7 @@ from .views import (
     overview,
     run_page,
     runs_list,
+    search,
     session_page,
     sessions_list,
     tuning,
@@ -34,6 +35,7 @@ urlpatterns = [
     path("sessions/upload/", sessions_list.upload, name="upload"),
     path("sessions/delete/", sessions_list.delete, name="sessions-delete"),
     path("runs/", runs_list.runs_list, name="runs"),
+    path("search/", search.search, name="search"),
     path("projects/new/", sessions_list.create_project, name="create-project"),
     path("projects/<int:pk>/samples/", sessions_list.load_samples, name="load-samples"),
     path("projects/<int:pk>/keys/", api_keys.api_keys, name="api-keys"),
@@ -61,5 +63,7 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/preview/", tuning.preview, name="tuning-preview"),
     path("sessions/<int:pk>/tuning/save/", tuning.save, name="tuning-save"),
     path("sessions/<int:pk>/tuning/sweep/", tuning.start_sweep, name="tuning-sweep"),
+    path("sessions/<int:pk>/tuning/apply/", tuning.apply_setting, name="tuning-apply"),
+    path("sessions/<int:pk>/tuning/undo/", tuning.undo_setting, name="tuning-undo"),
     path("sweeps/<int:pk>/", tuning.sweep_status, name="sweep"),
 ]

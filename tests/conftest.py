@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+from django.test.utils import override_settings
+
+from tests.support import passwords, schedule
 from tests.support.xdist import redis_url_for_this_worker
 
 # Once per process: a pytest started by a test inherits both variables and must not move on.
@@ -24,3 +28,17 @@ if os.environ.get("CS_TEST_REDIS_WORKER") != os.environ.get("PYTEST_XDIST_WORKER
     os.environ["TEST_REDIS_URL"] = redis_url_for_this_worker(
         os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/3"))
     os.environ["CS_TEST_REDIS_WORKER"] = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the slowest tests start first (tests/support/schedule.py)."""
+    if hasattr(config, "workerinput"):
+        items[:] = schedule.slowest_first(items, schedule.recorded())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashing():
+    """Users' passwords hash with few iterations (tests/support/passwords.py)."""
+    with override_settings(PASSWORD_HASHERS=passwords.HASHERS):
+        yield

@@ -100,6 +100,9 @@ REDUCTION = {
     ),
     "search_query": "Words, identifiers, paths or phrases to look for (case-insensitive).",
     "search_limit": "Maximum number of matches to return.",
+    "search_scope": ("'current_session' (default) searches this session; 'other_sessions' the project's "
+                     "other sessions; 'all_sessions' both. Each match names its session_id."),
+    "search_scope_unavailable": "scope {scope!r} is not available here; only this session can be searched",
     "tool_unknown": "unknown tool {name!r}; this dispatcher serves session_load and session_search",
     "tool_bad_arguments": "arguments must be a JSON object: {detail}",
 }
@@ -118,25 +121,35 @@ nothing to put in it:
 
 ## Goals and constraints
 What the user asked for, in their own words where the wording matters, and every \
-requirement, limit or preference they stated.
+requirement, limit or preference they stated. Text the agent's harness wrote into the user \
+turn (format reminders, nudges repeated turn after turn, tool-call error notices) is not a \
+request: leave it out here and under the decisions.
 ## Decisions and why
 Choices made so far and the reason for each, including approaches that were rejected.
-## Files and paths
-Every file, directory, URL or resource that was read, created or changed, with what \
-happened to it.
+## Files and changes
+One line per file that was read, created, edited, deleted or moved: its path, what happened \
+to it, and the change itself in one line when the transcript shows it (`old` → `new`, a \
+hunk header such as `@@ -40,7 +40,9 @@`, or the lines added and removed such as +12 −3). \
+A file that was only viewed, listed or searched was read, not edited. Also list the \
+directories, URLs and other resources the work used.
 ## Facts learned from tools
 Concrete results that came back from tools: values, versions, identifiers, outputs the \
 next steps depend on.
-## Errors and fixes
-Errors met (exact messages or exception names), what caused them and how they were \
-resolved or why they are still open.
+## Errors and their status
+Every error met (its exact message or exception name) with its status: fixed, naming the \
+action that fixed it (the edit or the command), or still failing. A test runner's closing \
+tally (such as "1 failed in 0.18s") is a result, not an error: report it under the current \
+state.
 ## Current state
 Where the work stands at the end of the transcript.
-## Next steps
-What remains to be done, in order.
+## Next step
+The one action to take next: the tool call that was made but has no result yet, else the \
+last thing the agent said it would do, else the user's request that is still open. Name \
+what it acts on (a file, a command, a test); never a filler sentence such as "Let's try \
+this."
 
 Rules: keep exact identifiers (paths, names, numbers, ids, commands) verbatim. Do not \
-invent anything that is not in the material. Write only the summary, with no preamble.{length_rule}{language_rule}
+invent anything that is not in the material. Write only the summary, with no preamble.{length_rule}{language_rule}{task_rule}
 
 The summary of earlier parts of this session is between the previous_summary tags \
 ("{none}" means there is none yet). Merge it into your summary: keep its facts that \
@@ -154,6 +167,9 @@ just because it is old.
 Now write the updated summary.""",
     "length_rule": " Use at most {max_summary_words} words.",
     "language_rule": " Write the summary in {language}.",
+    "task_kept_rule": (" The user's first message in the transcript (the task) stays in the agent's context word "
+                       "for word right after your summary: do not restate it; write \"Task: see the user's first "
+                       "message\" and record only what the transcript adds to it."),
     "cache_safe": """\
 Pause the task: do not call any tool and do not answer the last request yet. The \
 conversation above is about to be compacted, and what you write now will stand in for its \
@@ -164,11 +180,11 @@ when it would be empty:
 
 ## Goals and constraints
 ## Decisions and why
-## Files and paths
+## Files and changes (per file: read, created, edited, deleted or moved, with the change in one line)
 ## Facts learned from tools
-## Errors and fixes
+## Errors and their status (fixed, and by which action, or still failing)
 ## Current state
-## Next steps
+## Next step (the pending tool call, else your last stated intention, else the open request)
 
 If the conversation already contains an earlier summary, fold it in: keep what still holds \
 and correct what changed. Copy identifiers (paths, names, numbers, ids, commands) exactly. \
@@ -203,6 +219,10 @@ EXTRACTIVE = {
     "Fixed:": "Fixed:",
     "Plan:": "Plan:",
     "Unanswered request:": "Unanswered request:",
+    "Pending call:": "Pending call:",
+    "Open request:": "Open request:",
+    "task_pointer": "Task: stated in the user's first message, kept verbatim right after this summary.",
+    "open_task": "Open request: the task above, not reported done yet.",
     "Last agent message:": "Last agent message:",
     "Last tool call:": "Last tool call:",
     # words of the closing note of file and error items
@@ -217,4 +237,18 @@ EXTRACTIVE = {
     "note:in output": "in output",
     "note:after": "after",
     "note:in": "in",
+    "note:moved": "moved",
+    "note:appended": "appended",
+    "note:copy of": "copy of",
+    "note:restored from git": "restored from git",
+    "note:by a Python script": "by a Python script",
+    "note:via": "via",
+    "note:removed": "removed",
+    "note:unchanged": "unchanged",
+    "note:undo": "undo",
+    "note:edits": "edits",
+    "note:at line": "at line",
+    "note:lines": "lines",
+    "note:line": "line",
+    "note:fix": "fix",
 }

@@ -12,7 +12,14 @@ With no ``model`` configured the offline extractive summarizer answers
 Importing this package does not import litellm; the first summary does.
 """
 from ..prompt_templates import validate_prompt
-from .core import SummaryResult, input_budget, summarize, summarizer_window
+from .core import (
+    SummaryResult,
+    extractive_again,
+    input_budget,
+    summarize,
+    summarizer_window,
+    task_kept,
+)
 from .extractive import EXTRACTIVE_MODEL
 from .extractive import LABEL as EXTRACTIVE_LABEL
 from .llm import Attempt
@@ -23,5 +30,5 @@ from .thinking import strip_thinking
 __all__ = [
     "summarize", "SummaryResult", "Attempt", "render_conversation", "build_prompt_messages",
     "EXTRACTIVE_MODEL", "EXTRACTIVE_LABEL", "DEFAULT_PROMPT", "validate_prompt", "strip_thinking",
-    "input_budget", "summarizer_window",
+    "input_budget", "summarizer_window", "task_kept", "extractive_again",
 ]

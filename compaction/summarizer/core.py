@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompactionError, SummaryError
-from ..messages import Message, Provenance
+from ..messages import Message, Provenance, iter_text
 from ..policy import SummarizerPolicy
 from ..tokens import MESSAGE_OVERHEAD, MessageCounter
 from ..windows import model_window
 from .cache_safe import CacheSafePlan, output_reserve, plan
-from .extractive import EXTRACTIVE_MODEL
+from .extractive import EXTRACTIVE_MODEL, parse_request, summarize_text, verbatim_key
 from .fit import clip_middle, fit_blocks
 from .llm import Attempt, complete, is_extractive
 from .prompts import build_prompt_messages
@@ -88,7 +88,8 @@ def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summa
               pre_summary: Callable[[str], str] | None = None,
               input_builder: InputBuilder | None = None,
               abort_on_hook_error: bool = False,
-              parent_request: dict[str, Any] | None = None) -> SummaryResult:
+              parent_request: dict[str, Any] | None = None,
+              kept_verbatim: tuple[str, ...] = ()) -> SummaryResult:
     """Summarize ``span`` (folding in ``previous_summary``) with ``settings``.
 
     ``replaced_tokens`` is the size of everything the summary will replace; with
@@ -106,6 +107,11 @@ def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summa
     request) switches to the cache-safe request when ``settings.cache_safe`` is on: the
     parent's messages and tools unchanged plus one compacting instruction (see
     :mod:`.cache_safe`); without it, or when it cannot be used, the standalone request.
+
+    ``kept_verbatim``: the user messages of the span the context keeps word for word after the
+    summary (the finalize step re-inserts them). When the task message is one of them, the
+    summary points to it instead of restating it: the default prompt says so, and the
+    extractive summarizer gets them as request metadata.
     """
     if getattr(settings, "cache_safe", False):
         primary_extractive = is_extractive(settings.model or EXTRACTIVE_MODEL)
@@ -121,14 +127,14 @@ def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summa
                                          tool_call_formatter=tool_call_formatter,
                                          tool_result_formatter=tool_result_formatter, sleep=sleep,
                                          pre_summary=pre_summary, input_builder=input_builder,
-                                         abort_on_hook_error=abort_on_hook_error)
+                                         abort_on_hook_error=abort_on_hook_error, kept_verbatim=kept_verbatim)
         result = _summarize_standalone(span, settings, previous_summary=previous_summary, counter=counter,
                                        fallback_window=fallback_window, replaced_tokens=replaced_tokens,
                                        on_event=on_event, language=language,
                                        tool_call_formatter=tool_call_formatter,
                                        tool_result_formatter=tool_result_formatter, sleep=sleep,
                                        pre_summary=pre_summary, input_builder=input_builder,
-                                       abort_on_hook_error=abort_on_hook_error)
+                                       abort_on_hook_error=abort_on_hook_error, kept_verbatim=kept_verbatim)
         result.request_note = cs.reason
         return result
     return _summarize_standalone(span, settings, previous_summary=previous_summary, counter=counter,
@@ -136,7 +142,29 @@ def summarize(span: list[Message], settings: SummarizerPolicy, *, previous_summa
                                  on_event=on_event, language=language, tool_call_formatter=tool_call_formatter,
                                  tool_result_formatter=tool_result_formatter, sleep=sleep,
                                  pre_summary=pre_summary, input_builder=input_builder,
-                                 abort_on_hook_error=abort_on_hook_error)
+                                 abort_on_hook_error=abort_on_hook_error, kept_verbatim=kept_verbatim)
+
+
+def task_kept(span: list[Message], kept_verbatim: tuple[str, ...]) -> bool:
+    """Is the span's first user message (the task, or its re-inserted copy) kept word for word?"""
+    if not kept_verbatim:
+        return False
+    first = next((m for m in span if m.role == "user" and m.provenance not in (Provenance.SUMMARY,
+                                                                               Provenance.ACKNOWLEDGEMENT)), None)
+    if first is None:
+        return False
+    keys = {verbatim_key(t) for t in kept_verbatim}
+    text = "\n".join(iter_text(first.raw.get("content")))
+    # a re-inserted copy carries the engine's marker line first; the user's words follow it
+    return verbatim_key(text) in keys or verbatim_key(text.split("\n", 1)[-1]) in keys
+
+
+def extractive_again(prompt_messages: list[dict[str, Any]], kept_verbatim: tuple[str, ...], max_words: int,
+                     language: str) -> str:
+    """The offline summary of the same request with another ``kept_verbatim``: what the
+    extractive provider would answer (no model is called again, no attempt is counted)."""
+    conversation, previous, _ = parse_request(prompt_messages)
+    return summarize_text(conversation, previous, max_words, language, kept_verbatim)
 
 
 def run_hook(name: str, fn: Callable[..., Any], args: tuple[Any, ...], on_event: Callable[[dict[str, Any]], Any] | None, abort: bool) -> Any:
@@ -223,8 +251,10 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
                           language: str, tool_call_formatter: Callable[[str, str], str | None] | None,
                           tool_result_formatter: Callable[[str, str], str | None] | None,
                           sleep: Callable[[float], None] | None, pre_summary: Callable[[str], str] | None,
-                          input_builder: InputBuilder | None, abort_on_hook_error: bool) -> SummaryResult:
+                          input_builder: InputBuilder | None, abort_on_hook_error: bool,
+                          kept_verbatim: tuple[str, ...] = ()) -> SummaryResult:
     count_text = counter.count_text
+    task_is_kept = task_kept(span, kept_verbatim)
     hooked: dict[str, str] = {}
 
     def transcript(text: str) -> str:
@@ -244,7 +274,8 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
 
     budget = input_budget(settings, fallback_window)
     clipped: list[dict[str, Any]] = []
-    overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language),
+    overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language,
+                                               task_kept=task_is_kept),
                               count_text)
     if previous is not None and overhead > budget // 2:
         before = count_text(previous)
@@ -254,13 +285,14 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
         previous, cut = clip_middle(previous, keep_chars)
         clipped.append({"kind": "previous_summary", "tokens_before": before, "tokens_after": count_text(previous),
                         "chars_before": chars_before, "chars_clipped": cut})
-        overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language),
+        overhead = _prompt_tokens(build_prompt_messages("", settings, previous_summary=previous, language=language,
+                                               task_kept=task_is_kept),
                                   count_text)
     room = max(budget - overhead, min(MIN_CONVERSATION_TOKENS, budget))
     for _ in range(4):
         fitted = fit_blocks(blocks, room, count_text, settings.input_strategy)
         messages = build_prompt_messages(transcript(fitted.text), settings, previous_summary=previous,
-                                         language=language)
+                                         language=language, task_kept=task_is_kept)
         input_tokens = _prompt_tokens(messages, count_text)
         # Tokens can merge differently where the transcript meets the template: re-fit if over.
         if input_tokens <= budget or room <= MIN_CONVERSATION_TOKENS:
@@ -287,10 +319,12 @@ def _summarize_standalone(span: list[Message], settings: SummarizerPolicy, *, pr
 
     # The extractive provider gets the budget as metadata (0 = none stated: it uses its own cap).
     result = complete(messages, settings, check=check, on_event=on_event, sleep_fn=sleep,
-                      extractive_words=settings.max_summary_words, language=language)
+                      extractive_words=settings.max_summary_words, language=language,
+                      kept_verbatim=kept_verbatim)
     return SummaryResult(text=result.text, model=result.model, extractive=is_extractive(result.model),
                          attempts=result.attempts, prompt_messages=messages, usage=result.usage,
                          input_tokens=input_tokens, clipped=clipped)
 
 
-__all__ = ["SummaryResult", "summarize", "input_budget", "summarizer_window", "EXTRACTIVE_MODEL"]
+__all__ = ["SummaryResult", "summarize", "input_budget", "summarizer_window", "EXTRACTIVE_MODEL", "task_kept",
+           "extractive_again"]

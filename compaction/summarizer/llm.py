@@ -177,7 +177,8 @@ def _content(response: Any) -> str:
 
 
 def request_kwargs(model: str, messages: list[dict[str, Any]], settings: SummarizerPolicy, *,
-                   extractive_words: int | None = None, language: str = "en") -> dict[str, Any]:
+                   extractive_words: int | None = None, language: str = "en",
+                   kept_verbatim: tuple[str, ...] = ()) -> dict[str, Any]:
     """The keyword arguments of one ``litellm.completion`` call."""
     kwargs: dict[str, Any] = dict(settings.params or {})
     kwargs.update(model=model, messages=messages, timeout=settings.timeout_seconds,
@@ -186,6 +187,8 @@ def request_kwargs(model: str, messages: list[dict[str, Any]], settings: Summari
         # The offline provider reads its word budget here (and from the prompt as a fallback).
         kwargs["metadata"] = {**(kwargs.get("metadata") or {}), "max_summary_words": extractive_words,
                               "language": language}
+        if kept_verbatim:
+            kwargs["metadata"]["kept_verbatim"] = list(kept_verbatim)
         return kwargs
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
@@ -208,7 +211,8 @@ class _MissingKey(Exception):
 
 def complete(messages: list[dict[str, Any]], settings: SummarizerPolicy, *, check: Callable[[str], str | None],
              on_event: Callable[[dict[str, Any]], Any] | None = None, sleep_fn: Callable[[float], None] | None = None,
-             extractive_words: int | None = None, language: str = "en") -> CallResult:
+             extractive_words: int | None = None, language: str = "en",
+             kept_verbatim: tuple[str, ...] = ()) -> CallResult:
     """Ask the configured models for a summary until one passes ``check``.
 
     ``check(text)`` returns None for a usable summary or a sentence saying why it is
@@ -237,7 +241,7 @@ def complete(messages: list[dict[str, Any]], settings: SummarizerPolicy, *, chec
             text = ""
             try:
                 kwargs = request_kwargs(model, messages, settings, extractive_words=extractive_words,
-                                        language=language)
+                                        language=language, kept_verbatim=kept_verbatim)
                 response = litellm.completion(**kwargs)
                 usage = _usage_dict(response)
                 raw = _content(response)

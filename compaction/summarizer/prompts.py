@@ -53,14 +53,17 @@ def prompt_texts(language: str | None) -> tuple[dict[str, str], bool]:
     return _locales.section("PROMPTS", "en"), False
 
 
-def default_prompt(max_summary_words: int, language: str = "en") -> str:
-    """The default template (still containing the three placeholders)."""
+def default_prompt(max_summary_words: int, language: str = "en", task_kept: bool = False) -> str:
+    """The default template (still containing the three placeholders). ``task_kept``: the
+    transcript's first user message stays in the context verbatim after the summary, so the
+    summary is asked to point to it rather than restate it."""
     table, native = prompt_texts(language)
     name = language_name(language)
     language_rule = "" if native or name in (None, "English") else table["language_rule"].format(language=name)
     return table["summary"].format(
         length_rule=table["length_rule"] if max_summary_words > 0 else "",
         language_rule=language_rule,
+        task_rule=table["task_kept_rule"] if task_kept else "",
         none=NO_PREVIOUS_SUMMARY,
         previous_open=PREVIOUS_OPEN, previous_close=PREVIOUS_CLOSE,
         conversation_open=CONVERSATION_OPEN, conversation_close=CONVERSATION_CLOSE,
@@ -81,7 +84,7 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 
 def build_prompt_messages(conversation_text: str, settings: SummarizerPolicy, *, previous_summary: str | None = None,
-                          language: str = "en") -> list[dict[str, Any]]:
+                          language: str = "en", task_kept: bool = False) -> list[dict[str, Any]]:
     """The chat messages sent to the summarizer: an optional system message
     (``settings.system_prompt``) and one user message holding the conversation."""
     words = int(getattr(settings, "max_summary_words", 0) or 0)
@@ -91,7 +94,7 @@ def build_prompt_messages(conversation_text: str, settings: SummarizerPolicy, *,
         else NO_PREVIOUS_SUMMARY,
         "max_summary_words": str(words),
     }
-    template = settings.prompt or default_prompt(words, language)
+    template = settings.prompt or default_prompt(words, language, task_kept)
     messages: list[dict[str, Any]] = []
     if settings.system_prompt:
         messages.append({"role": "system", "content": fill(settings.system_prompt, values)})

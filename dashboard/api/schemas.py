@@ -388,6 +388,25 @@ class SearchPage(Schema):
     next_cursor: str | None
 
 
+class ProjectSearchHit(Schema):
+    kind: str = Field(description="'message' (stored history) or 'archive' (an archived original).")
+    session_id: int
+    session_title: str
+    position: int | None = Field(description="Where the message sits in its session's timeline.")
+    message_id: str
+    role: str
+    score: float = Field(description="Relevance; higher first. Comparable within one answer only.")
+    snippet: str
+    entry_id: str | None
+    url: str = Field(description="The session page scrolled to the message.")
+
+
+class ProjectSearchPage(Schema):
+    query: str
+    scope: str
+    items: list[ProjectSearchHit]
+
+
 class ReplayOut(Schema):
     session_id: int
     count: int

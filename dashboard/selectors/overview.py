@@ -22,6 +22,7 @@ from django.db.models import Case, Count, F, FloatField, Max, Q, Sum, Value, Whe
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from compaction.figures import recall as pooled_recall
 from compaction.windows import price_per_token
 
 from ..models import CompactionRun, GatewaySession, Project, RunStatus, Session, TriggerKind
@@ -164,7 +165,9 @@ class RecallDistribution:
     buckets: list[tuple[str, int]]
     measured: int      # succeeded runs whose recall is kept (services.run_recall)
     not_measured: int  # the agent has not answered after them yet, or nothing needed earlier history
-    mean: float | None
+    #: Kept over needed across the measured runs (compaction.figures.recall, as the tuning
+    #: page and ``compare`` pool calls), so a run that needed many identifiers weighs more.
+    pooled: float | None
 
 
 def recall_distribution(project: Project) -> RecallDistribution:
@@ -172,17 +175,19 @@ def recall_distribution(project: Project) -> RecallDistribution:
     used from earlier history, the share the run's result still held. Read from what runs
     keep (``result["recall"]``): 1 query."""
     scores: list[float] = []
-    not_measured = 0
+    not_measured = kept = needed = 0
     for result in CompactionRun.objects.filter(project=project, status=RunStatus.SUCCEEDED).values_list(
             "result", flat=True):
         recall = (result or {}).get("recall") if isinstance(result, dict) else None
         value = recall.get("recall") if isinstance(recall, dict) else None
-        if isinstance(value, (int, float)):
+        if isinstance(recall, dict) and isinstance(value, (int, float)):
             scores.append(float(value))
+            kept += int(recall.get("kept") or 0)
+            needed += int(recall.get("needed") or 0)
         else:
             not_measured += 1
     return RecallDistribution(buckets=_bucketed(scores), measured=len(scores), not_measured=not_measured,
-                              mean=sum(scores) / len(scores) if scores else None)
+                              pooled=pooled_recall(kept, needed))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from compaction.evaluation.needed import History, contains
+from compaction.figures import recall as pooled_recall
 
 from ..models import CompactionRun, StoredMessage
 
@@ -58,5 +59,5 @@ def run_lookahead(run: CompactionRun, position: int | None) -> dict[str, Any] | 
         missing.append(ident)
     kept = len(needed) - len(missing)
     return {"at": nxt.position, "needed": len(needed), "kept": kept,
-            "recall": kept / len(needed) if needed else None, "missing": missing[:MISSING_SHOWN],
+            "recall": pooled_recall(kept, len(needed)), "missing": missing[:MISSING_SHOWN],
             "more_missing": max(0, len(missing) - MISSING_SHOWN)}

@@ -11,6 +11,7 @@ from django.http import QueryDict
 
 from compaction import PRESETS, CompactionError, PolicyError
 from compaction import policy as P
+from compaction.figures import ReplayFigures
 from compaction.preview import PolicyPreview, preview_policy
 from compaction.simulate import SimulationReport
 
@@ -78,6 +79,11 @@ class PolicyColumn:
     def summaries(self) -> int:
         """Compactions that wrote a summary (the preview's summarizer is the offline one)."""
         return sum(1 for c in self.preview.report.compactions if c.summarized)
+
+    @cached_property
+    def figures(self) -> ReplayFigures:
+        """Cost (cache-priced and uncached) and recall, as the threshold sweep counts them."""
+        return self.preview.figures
 
     @cached_property
     def lookahead(self) -> dict[str, Any]:

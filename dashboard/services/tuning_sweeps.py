@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from compaction import CompactionError, PolicyError
+from compaction.figures import ReplayFigures
 from compaction.policy import Policy
 from compaction.preview import PolicyPreview, preview_policy
 from compaction.windows import resolve_window, usable_window
@@ -155,48 +156,18 @@ def _run_here(sweep_id: int) -> None:
 
 @dataclass
 class _Point:
-    """The figures of one trigger setting, summed over the sessions."""
+    """The figures of one trigger setting, summed over the sessions (compaction.figures, the
+    same numbers the preview shows for that setting)."""
 
     value: float
-    tokens_sent: int = 0
-    tokens_baseline: int = 0
-    cost_usd: float | None = 0.0
-    summary_cost_usd: float | None = 0.0
-    needed: int = 0
-    kept: int = 0
-    retention: list[float] = field(default_factory=list)
-    compactions: int = 0
-    summaries: int = 0
-    overflow_calls: int = 0
+    figures: ReplayFigures = field(default_factory=ReplayFigures)
     errors: list[str] = field(default_factory=list)
 
     def add(self, p: PolicyPreview) -> None:
-        self.tokens_sent += p.tokens_sent
-        self.tokens_baseline += p.tokens_sent_baseline
-        self.cost_usd = None if self.cost_usd is None or p.cost is None else self.cost_usd + p.cost
-        self.summary_cost_usd = (None if self.summary_cost_usd is None or p.summarizer_cost is None
-                                 else self.summary_cost_usd + p.summarizer_cost)
-        report = p.report
-        if report.lookahead is not None:
-            self.needed += report.lookahead.policy.needed
-            self.kept += report.lookahead.policy.kept
-        self.retention.extend(c.retention for c in report.compactions if c.retention is not None)
-        self.compactions += len(report.compactions)
-        self.summaries += sum(1 for c in report.compactions if c.summarized)
-        self.overflow_calls += report.overflow_calls
+        self.figures = self.figures + p.figures
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "tokens_sent": self.tokens_sent, "tokens_baseline": self.tokens_baseline,
-                "cost_usd": _round(self.cost_usd), "summary_cost_usd": _round(self.summary_cost_usd),
-                "recall": round(self.kept / self.needed, 6) if self.needed else None,
-                "needed": self.needed, "kept": self.kept,
-                "retention": round(sum(self.retention) / len(self.retention), 6) if self.retention else None,
-                "compactions": self.compactions, "summaries": self.summaries,
-                "overflow_calls": self.overflow_calls, "errors": self.errors}
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 6)
+        return {"value": self.value, **self.figures.to_dict(), "errors": self.errors}
 
 
 def _raws(session: Session) -> list[dict[str, Any]]:

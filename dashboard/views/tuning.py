@@ -18,13 +18,22 @@ from django.views.decorators.http import require_GET, require_POST
 from compaction import PolicyError
 
 from ..forms import SavePolicyForm
-from ..models import TuningSweep
+from ..models import ProjectRole, TuningSweep
 from ..selectors.access import check_access, session_for
 from ..selectors.tuning import initial_forms, posted_policy, starting_point, tuning_preview
-from ..selectors.tuning_sweeps import latest_sweep, sweep_chart, sweep_label, sweep_rows
+from ..selectors.tuning_sweeps import (
+    DEFAULT_RECALL_TARGET,
+    latest_sweep,
+    recall_target,
+    sweep_chart,
+    sweep_label,
+    sweep_recommendation,
+    sweep_rows,
+)
 from ..selectors.workers import sweep_waiting_note
-from ..services import ServiceError
+from ..services import Invalid, ServiceError
 from ..services.policies import save_tuned_policy
+from ..services.tuning_apply import apply_sweep_setting, undo_apply
 from ..services.tuning_sweeps import SWEEP_KINDS, request_sweep
 from ._common import is_htmx, page
 
@@ -36,7 +45,7 @@ def tuning(request: HttpRequest, pk: int) -> HttpResponse:
     start = starting_point(session)
     ctx = {"nav": "session", "tab": "tuning", "session": session, "forms": initial_forms(session, start),
            "compare": False, "current_label": start.label, "policy_row": start.row,
-           "sweep_kinds": SWEEP_KINDS, **_sweep_context(latest_sweep(session))}
+           "sweep_kinds": SWEEP_KINDS, **_sweep_context(latest_sweep(session), request.GET.get("recall_target"))}
     return page(request, "pages/tuning.html", ctx, project=session.project)
 
 
@@ -76,11 +85,24 @@ def save(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "pages/tuning.html#save-result", ctx)
 
 
-def _sweep_context(sweep: TuningSweep | None) -> dict[str, object]:
+#: Where the recommendation's buttons put a setting in use, and what they say.
+APPLY_TARGETS = (("session", "Apply to this session"), ("project", "Save as the project's policy"))
+
+
+def _sweep_context(sweep: TuningSweep | None, raw_target: str | None = None) -> dict[str, object]:
+    """The sweep's status block, with its recommendation at the recall target the page
+    asked for (a percentage; a bad one is named and the default used)."""
+    try:
+        target, target_error = recall_target(raw_target), ""
+    except ValueError as exc:
+        target, target_error = DEFAULT_RECALL_TARGET, str(exc)
+    ctx: dict[str, object] = {"sweep": sweep, "recall_target": f"{target * 100:g}", "target_error": target_error,
+                              "apply_targets": APPLY_TARGETS}
     if sweep is None:
-        return {"sweep": None}
-    return {"sweep": sweep, "sweep_label": sweep_label(sweep), "sweep_chart": sweep_chart(sweep),
-            "sweep_rows": sweep_rows(sweep), "sweep_waiting": sweep_waiting_note(sweep)}
+        return ctx
+    return {**ctx, "sweep_label": sweep_label(sweep), "sweep_chart": sweep_chart(sweep),
+            "sweep_rows": sweep_rows(sweep), "sweep_waiting": sweep_waiting_note(sweep),
+            "recommendation": sweep_recommendation(sweep, target)}
 
 
 @login_required
@@ -96,12 +118,55 @@ def start_sweep(request: HttpRequest, pk: int) -> HttpResponse:
                               scope=request.POST.get("sweep_scope", "session"))
     except (PolicyError, ServiceError) as exc:
         return render(request, "pages/tuning.html#sweep-status", {"session": session, "sweep_error": str(exc)})
-    return render(request, "pages/tuning.html#sweep-status", {"session": session, **_sweep_context(sweep)})
+    return render(request, "pages/tuning.html#sweep-status",
+                  {"session": session, "can_edit": True, **_sweep_context(sweep, request.POST.get("recall_target"))})
 
 
 @login_required
 @require_GET
 def sweep_status(request: HttpRequest, pk: int) -> HttpResponse:
+    """The sweep's status block (polled while it runs), its recommendation at
+    ``recall_target`` (a percentage, default 98)."""
     sweep = get_object_or_404(TuningSweep, pk=pk)
-    check_access(request.user, sweep.project_id)
-    return render(request, "pages/tuning.html#sweep-status", {"session": sweep.session, **_sweep_context(sweep)})
+    role = check_access(request.user, sweep.project_id)
+    return render(request, "pages/tuning.html#sweep-status",
+                  {"session": sweep.session, "can_edit": role == ProjectRole.OWNER,
+                   **_sweep_context(sweep, request.GET.get("recall_target"))})
+
+
+@login_required
+@require_POST
+def apply_setting(request: HttpRequest, pk: int) -> HttpResponse:
+    """Put a swept setting (``sweep``, ``value``) in use for this session or its project
+    (``target``); answers what was applied, with an undo button."""
+    session = session_for(request.user, pk, need="edit")
+    ctx: dict[str, object] = {"session": session}
+    try:
+        sweep = TuningSweep.objects.filter(pk=int(request.POST.get("sweep", "")), project_id=session.project_id).first()
+        if sweep is None:
+            raise Invalid("apply: no such sweep in this project")
+        ctx["applied"] = apply_sweep_setting(session, sweep, float(request.POST.get("value", "")),
+                                             request.POST.get("target", ""))
+    except ValueError:
+        ctx["apply_error"] = "apply: the sweep and the setting must be numbers"
+    except ServiceError as exc:
+        ctx["apply_error"] = str(exc)
+    return render(request, "pages/tuning.html#apply-result", ctx)
+
+
+@login_required
+@require_POST
+def undo_setting(request: HttpRequest, pk: int) -> HttpResponse:
+    """Put back the policy that was in use before an apply (``target``, ``previous``)."""
+    session = session_for(request.user, pk, need="edit")
+    target = request.POST.get("target", "")
+    ctx: dict[str, object] = {"session": session, "undo_target": target}
+    try:
+        raw = request.POST.get("previous", "")
+        ctx["restored"] = undo_apply(session, target, int(raw) if raw else None)
+        ctx["undone"] = True
+    except ValueError:
+        ctx["apply_error"] = "undo: the previous policy must be a number"
+    except ServiceError as exc:
+        ctx["apply_error"] = str(exc)
+    return render(request, "pages/tuning.html#apply-result", ctx)

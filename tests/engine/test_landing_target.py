@@ -128,3 +128,49 @@ def test_a_cut_the_landing_target_moved_to_the_end_names_the_landing_not_the_tai
     assert isinstance(out, Outcome) and out.cut is not None and out.cut["tail_start"] == len(msgs)
     assert any(n.startswith("moved the cut back past the tail bounds") for n in out.notes)
     assert not any(n.startswith(NO_TAIL_NOTE) for n in out.notes)
+
+
+# -- issue 21 item 7: hysteresis for every path ---------------------------------------------------
+
+
+def test_a_reduction_that_only_slips_under_the_trigger_does_not_stand_in_for_the_summary():
+    """Before, tool-output clearing that freed just enough to get under the trigger counted as
+    the answer ("no summary needed"), so the trigger fired again a few calls later."""
+    policy = get_preset("default").with_overrides({"context_window": 32_000})
+    report = run_simulation(coding_run(rounds=200, output_chars=600), policy)
+    target = CompactionSession(policy).landing_target
+    fired = [c for c in report.compactions if (c.trigger or "").startswith("window_fraction")]
+    assert fired
+    for c in fired:
+        assert c.summarized or c.tokens_after <= target, (c.at, c.tokens_after, c.notes)
+    assert report.thrash == 0 and report.integrity.ok
+
+
+def test_reduction_alone_is_enough_when_it_lands_at_the_target():
+    policy = get_preset("default").with_overrides({"context_window": 32_000})
+    session = CompactionSession(policy)
+    # one huge old tool output: clearing it alone brings the context far below the target
+    session.append({"role": "system", "content": "You are a coding agent."})
+    session.append({"role": "user", "content": "Fix the bug in src/app.py"})
+    for i in range(14):
+        output = "x " * (22_000 if i == 0 else 100)
+        for raw in [{"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"c{i}", "type": "function", "function": {"name": "bash",
+                                                                        "arguments": '{"cmd": "cat a.log"}'}}]},
+                    {"role": "tool", "tool_call_id": f"c{i}", "content": output}]:
+            session.append(raw)
+    out = session.compact()
+    assert isinstance(out, Outcome) and not out.summarized, out
+    assert out.tokens_after["total"] <= session.landing_target
+    assert any("no summary needed" in n for n in out.notes)
+
+
+def test_thrash_counts_every_compaction_that_frees_under_a_tenth_of_the_usable_window():
+    """Whatever its kind: here token tailoring drops a round or two on every call."""
+    policy = Policy.load({"counter": "approx", "context_window": 8000, "summarize": False,
+                          "tailoring": {"enabled": True}, "landing": {"min_freed": 0}})
+    report = run_simulation(coding_run(rounds=80, output_chars=600), policy)
+    floor = report.usable_window // 10
+    small = [c for c in report.compactions if c.tokens_before - c.tokens_after < floor]
+    assert len(small) > 10
+    assert report.thrash == len(small)

@@ -62,7 +62,7 @@ def test_a_preserved_message_is_marked_as_an_earlier_one_and_says_where_it_came_
     assert kept[0].meta["source_id"] in {m.id for m in wrap_originals(session())}
     assert kept[0].meta["preserved"] is True
     rendered = [m["content"] for m in out.context if m["role"] == "user"]
-    assert any(c.startswith(marker) for c in rendered)
+    assert any(("\n\n" + marker + "\n" + ASIDE) in c for c in rendered)
 
 
 def test_the_marker_follows_the_language():

@@ -7,10 +7,12 @@ import pytest
 
 from compaction import CompactionSession, Compactor
 from compaction.errors import PolicyError, SummaryError
+from compaction.locales import texts
 from compaction.outcome import Outcome, Skipped
 from compaction.policy import Policy
 from compaction.presets import get_preset
 from compaction.run_context import Hooks
+from compaction.simulate import run_simulation
 from compaction.tokens import usage_total
 from tests.engine.conftest import KEY_ENV
 from tests.engine.helpers import chat, coding_run, counted, tool_round
@@ -245,3 +247,112 @@ def test_pinned_messages_survive_a_session_compaction_verbatim():
 
 def _hooks(**reduction):
     return Hooks(reduction=reduction)
+
+
+# -- issue 21: trpc and deepagents summarize the runs they used to leave to tailoring ------------
+
+
+def _long_single_request_run() -> list[dict]:
+    return coding_run(rounds=80, output_chars=600, task="Fix the failing test in src/app.py")
+
+
+def test_trpc_summarizes_a_single_request_run_before_the_call_that_nears_the_window():
+    """tRPC refreshes the summary synchronously when a request approaches the window; token
+    tailoring stays the last resort. Before, the run was never summarized and tailoring dropped
+    a round or two on every call (a prompt-cache break each)."""
+    policy = get_preset("trpc").with_overrides({"context_window": 8000})
+    report = run_simulation(_long_single_request_run(), policy)
+    summaries = [c for c in report.compactions if c.summarized]
+    assert summaries and all(any("any_boundary_near_window" in n for n in c.notes) for c in summaries)
+    assert not [c for c in report.compactions if (c.trigger or "").startswith("token tailoring")]
+    assert report.thrash == 0 and report.overflow_calls == 0 and report.integrity.ok
+    # the latest round stays verbatim after each summary: the call can go on from its result
+    session = CompactionSession(policy)
+    for raw in _long_single_request_run():
+        if raw["role"] == "assistant":
+            out = session.before_model_call()
+            if isinstance(out, Outcome) and out.summarized:
+                assert out.context[-1]["role"] == "tool" and out.context[-2].get("tool_calls")
+                break
+        session.append(raw)
+    else:
+        raise AssertionError("no summary")
+
+
+def _multi_turn_with_a_long_last_turn(rounds: int = 20) -> list[dict]:
+    raws = chat(turns=3, size=1500)
+    raws.append({"role": "user", "content": "Now fix the failing test in src/app.py"})
+    for i in range(rounds):
+        raws += tool_round(f"c{i}", f"output {i} " + "y" * 300, args=f'{{"cmd": "cat file_{i}.py"}}')
+    return raws
+
+
+def test_deepagents_summarizes_a_multi_turn_run_whose_last_turn_is_longer_than_the_tail():
+    raws = _multi_turn_with_a_long_last_turn()
+    out = Compactor("deepagents").compact(raws, force=True)
+    assert isinstance(out, Outcome) and out.summarized
+    # the earlier turns are summarized; the tail starts at the last user message, kept whole
+    assert out.evicted_messages == 6
+    tail_user = [m for m in out.context if m["role"] == "user" and "Now fix" in str(m["content"])]
+    assert len(tail_user) == 1
+    assert any("cut.user_turn=require" in n for n in out.notes)
+
+
+def test_deepagents_compacts_such_a_run_when_its_trigger_fires():
+    policy = get_preset("deepagents").with_overrides({"context_window": 12_000})
+    report = run_simulation(_multi_turn_with_a_long_last_turn(rounds=100), policy)
+    assert any(c.summarized for c in report.compactions)
+    assert report.integrity.ok
+
+
+# -- issue 21: eino's section and user-injection alternation -------------------------------------
+
+OWN_SECTION = "<all_user_messages>\n- something the model wrote itself\n</all_user_messages>"
+
+
+def _users_session() -> list[dict]:
+    raws = [{"role": "system", "content": "You help."}]
+    for i in range(6):
+        raws.append({"role": "user", "content": f"Request number {i}: please look at ticket T-{i} again."})
+        raws.append({"role": "assistant", "content": f"Done with ticket T-{i}. " + "a" * 300})
+    return raws
+
+
+def test_eino_puts_the_recent_user_messages_verbatim_in_place_of_the_summary_section():
+    hooks = Hooks(post_summary=lambda text: f"Summary before.\n{OWN_SECTION}\nSummary after.")
+    out = Compactor("eino", hooks=hooks).compact(_users_session(), force=True)
+    assert isinstance(out, Outcome) and out.summarized
+    summary = [m for m in out.context if m["role"] == "user"]
+    assert len(summary) == 1          # no separate user turns re-inserted
+    text = summary[0]["content"]
+    assert text.count("<all_user_messages>") == text.count("</all_user_messages>") == 1
+    assert "something the model wrote itself" not in text
+    for i in range(6):                # originals, verbatim, without the preserved-message marker
+        assert f"- Request number {i}: please look at ticket T-{i} again." in text
+    assert texts("en")["preserved_marker"] not in text
+    # the section stands where the model put it
+    assert text.index("Summary before.") < text.index("<all_user_messages>") < text.index("Summary after.")
+
+
+def test_eino_keeps_its_section_within_the_budget_newest_first():
+    hooks = Hooks(post_summary=lambda text: f"Summary.\n{OWN_SECTION}")
+    policy = get_preset("eino").with_overrides({"finalize.preserve_user_max_tokens": 40})
+    out = Compactor(policy, hooks=hooks).compact(_users_session(), force=True)
+    text = [m for m in out.context if m["role"] == "user"][0]["content"]
+    assert "ticket T-5 again." in text and "ticket T-0 again." not in text
+    assert text.count("<all_user_messages>") == 1
+
+
+def test_in_user_injection_the_re_inserted_messages_join_the_summary_turn_so_roles_alternate():
+    raws = _users_session() + [{"role": "user", "content": "And the last one, T-9."}]
+    out = Compactor(get_preset("default").with_overrides({"cut.keep_messages": 1}), hooks=Hooks(
+        post_summary=lambda text: "A short summary.")).compact(raws, force=True)
+    assert isinstance(out, Outcome) and out.summarized
+    roles = [m["role"] for m in out.context]
+    assert roles == ["system", "user", "assistant", "user"]
+    summary_turn = out.context[1]["content"]
+    marker = texts("en")["preserved_marker"]
+    assert summary_turn.startswith("A short summary.") or "A short summary." in summary_turn
+    assert summary_turn.count(marker) >= 2 and "ticket T-5 again." in summary_turn
+    # the copies stay messages of their own, so a later summary can keep them again
+    assert sum(1 for m in out.messages if m.provenance.value == "preserved") >= 2

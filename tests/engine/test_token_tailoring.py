@@ -106,8 +106,9 @@ def test_parallel_tool_calls_are_never_separated_from_any_of_their_results():
 
 def test_a_summary_and_its_acknowledgement_survive_tailoring():
     # The session fits the window (so the overflow guard stays out of it) but not the tailoring
-    # budget, and the tail bounds stay as given: the summary leaves tailoring work to do.
-    session = chat(turns=14, size=300)
+    # budget, and the tail bounds stay as given: the summary leaves tailoring work to do. (The
+    # message size sets that up: with the task-once summary, 300-word turns fit the budget.)
+    session = chat(turns=14, size=330)
     p = policy(2500, summarize=True, cut={"keep_messages": 20, "keep_fraction": 1.0},
                finalize={"preserve_user_messages": False}, landing={"move_cut": False},
                tailoring={"reserved_output_tokens": 600})

@@ -18,7 +18,7 @@ from compaction.tokens import (
     encoding_for_model,
     make_counter,
 )
-from tests.corpus import corpus_files, session
+from tests.corpus import corpus_files, require_corpus, session
 
 
 def test_encoding_follows_the_model_family():
@@ -40,6 +40,7 @@ def _long_texts() -> list[str]:
     """Long texts of the kinds a summarizer prompt and a tool output hold: every corpus
     transcript rendered as one text, and hand-made ones with newlines before spaces,
     slashes, punctuation, CJK, emoji and a blank-line run at the very end."""
+    require_corpus()
     texts = []
     for path in corpus_files():
         data = json.loads(path.read_text())

@@ -50,6 +50,7 @@ ROUTES: dict[str, Route] = {
     "upload": Route("POST", "", "edit", 302),
     "sessions-delete": Route("POST", "", "edit"),
     "runs": Route("GET", "", "view"),
+    "search": Route("GET", "", "view"),
     "create-project": Route("POST", "", "view", 302),
     "load-samples": Route("POST", "project", "edit", 302),
     "api-keys": Route("GET", "project", "view"),

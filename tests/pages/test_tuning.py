@@ -148,11 +148,11 @@ def test_a_policy_within_its_window_shows_no_warning(web, grown):
 
 def test_the_preview_scores_each_policy_against_the_next_message_and_the_baselines(web, grown):
     html = preview(web, grown, form(grown) | form(grown, side="b", preset="deepagents") | {"compare": "1"})
-    for key in ("recall", "mean", "cache", "cache-cost", "baseline-sliding_window", "baseline-observation_masking"):
+    for key in ("recall", "mean", "cache", "cost", "baseline-sliding_window", "baseline-observation_masking"):
         assert f'data-row="{key}"' in html
     recall_row = html.split('data-row="recall"', 1)[1].split("</tr>", 1)[0]
-    assert len(re.findall(r"<td>\d+(\.\d)?%", recall_row)) == 2      # one figure per policy
-    assert " at gpt-4o" in html.split('data-row="cache-cost"', 1)[1].split("</tr>", 1)[0]
+    assert len(re.findall(r'<td data-testid="preview-recall">\d+(\.\d)?%', recall_row)) == 2  # one per policy
+    assert " at gpt-4o" in html.split('data-row="cost"', 1)[1].split("</tr>", 1)[0]
 
 
 # -- the threshold sweep ------------------------------------------------------------------
@@ -183,13 +183,36 @@ def test_a_sweep_tries_ten_settings_low_to_high_and_marks_the_current_one(web, g
     # a lower trigger compacts more often and sends fewer tokens
     first, last = sweep.points[0], sweep.points[-1]
     assert first["compactions"] > last["compactions"] and first["tokens_sent"] < last["tokens_sent"]
-    assert all(p["recall"] is None or 0 <= p["recall"] <= 1 for p in sweep.points)
+    assert all(0 <= p["kept"] <= p["needed"] for p in sweep.points)
     # a finished sweep draws its curve and stops polling
     assert 'data-testid="sweep-chart"' in html and 'hx-trigger="every 1s"' not in html
     assert html.count('aria-current="true"') == 1 and "(current)" in html
     # the point at the current setting is what the preview of the same policy shows
     (n,) = compactions(preview(web, grown, form(grown)))
     assert next(p for p in sweep.points if p["value"] == 6000.0)["compactions"] == n
+
+
+def cells(row_html: str) -> list[str]:
+    """The text of a table row's cells, tags and spacing flattened."""
+    return [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row_html, re.S)]
+
+
+def test_the_preview_and_the_sweep_show_the_same_cost_and_recall_for_the_same_setting(
+        web, grown, django_capture_on_commit_callbacks):
+    """One cost model (cache-priced beside uncached) and one recall for both: the sweep's row
+    at the current setting reads, to the digit, what the preview shows for that setting."""
+    html = preview(web, grown, form(grown))
+    cost = cells(html.split('<tr data-row="cost">', 1)[1].split("</tr>", 1)[0])[1]
+    recall = cells(html.split('<tr data-row="recall">', 1)[1].split("</tr>", 1)[0])[1]
+    cached, uncached = re.match(r"(\$[\d.,]+) · (\$[\d.,]+) at gpt-4o", cost).groups()
+    assert cached != uncached  # the session's model has cache prices: both figures are shown
+    start_sweep(web, grown, django_capture_on_commit_callbacks)
+    sweep = TuningSweep.objects.get(session=grown)
+    row = sweep_status(web, sweep).split('aria-current="true">', 1)[1].split("</tr>", 1)[0]
+    setting, _tokens, sweep_cost, sweep_recall, *_ = cells(row)
+    assert setting == "6,000 (current)"
+    assert sweep_cost == f"{cached} · {uncached}"
+    assert sweep_recall == recall.split(" (")[0] and re.fullmatch(r"\d+\.\d%", sweep_recall)
 
 
 def test_the_same_sweep_twice_gives_identical_points(web, grown, django_capture_on_commit_callbacks):
@@ -226,6 +249,11 @@ def test_the_tuning_page_shows_the_sessions_latest_sweep(web, grown, django_capt
     start_sweep(web, grown, django_capture_on_commit_callbacks)
     html = web.get(reverse("pages:tuning", args=[grown.pk])).content.decode()
     assert 'data-testid="sweep-chart"' in html and 'id="sweep-data"' in html
+    # the page starts with the answer: current setting, recommendation, chart, then the form
+    order = [html.index(f'data-testid="{t}"') for t in ("current-setting", "recommendation", "sweep-chart",
+                                                         "tuning-form")]
+    assert order == sorted(order)
+    assert "Current setting: <strong>context &gt; 6,000 tokens</strong>" in html
 
 
 # -- honest labels and live help ------------------------------------------------------------
@@ -253,3 +281,62 @@ def test_peak_context_is_never_below_final_context(web, grown):
     final = re.search(r'<tr data-row="final">.*?<td>([\d,]+)</td>.*?<td class="muted">([\d,]+)</td>', html, re.S)
     num = lambda s: int(s.replace(",", ""))  # noqa: E731
     assert num(peak.group(1)) >= num(final.group(1)) and num(peak.group(2)) >= num(final.group(2))
+
+
+def test_a_finished_sweep_recommends_one_setting_and_says_the_rule(web, grown, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks)
+    sweep = TuningSweep.objects.get(session=grown)
+    html = sweep_status(web, sweep)
+    text = re.search(r'data-testid="recommendation-text"[^>]*>\s*<strong>(.*?)</strong>', html, re.S).group(1)
+    assert text.startswith("Lowest input cost with needed-context recall ≥ 98% and no over-window call: trigger ")
+    assert 'value="98"' in html.split('data-testid="recall-target"', 1)[0].rsplit("<input", 1)[1] + html.split(
+        'data-testid="recall-target"', 1)[1].split(">", 1)[0]
+    # a looser target lets a cheaper (or the same) setting through, never a dearer one
+    strict = float(re.search(r'data-testid="recommendation-text" data-value="([\d.]+)"', html).group(1))
+    loose_html = web.get(reverse("pages:sweep", args=[sweep.pk]), {"recall_target": "0"}).content.decode()
+    loose = float(re.search(r'data-testid="recommendation-text" data-value="([\d.]+)"', loose_html).group(1))
+    by_value = {p["value"]: p for p in sweep.points}
+    assert by_value[loose]["cost_usd"] <= by_value[strict]["cost_usd"]
+    assert "recall ≥ 0%" in loose_html
+    bad = web.get(reverse("pages:sweep", args=[sweep.pk]), {"recall_target": "lots"}).content.decode()
+    assert "recall target: &#x27;lots&#x27; is not a number" in bad and "≥ 98%" in bad
+
+
+def test_one_click_applies_the_recommended_setting_and_undo_puts_the_old_policy_back(
+        web, grown, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks)
+    sweep = TuningSweep.objects.get(session=grown)
+    before = Session.objects.get(pk=grown.pk).policy_id
+    value = sorted(sweep.values)[0]
+    r = web.post(reverse("pages:tuning-apply", args=[grown.pk]), {"sweep": sweep.pk, "value": value,
+                                                                   "target": "session"})
+    html = r.content.decode()
+    session = Session.objects.get(pk=grown.pk)
+    assert session.policy is not None and session.policy.data["trigger"]["threshold"] == int(value)
+    assert f"trigger {int(value):,} tokens" in session.policy.name and 'data-testid="undo"' in html
+    previous = re.search(r'name="previous" value="(\d*)"', html).group(1)
+    undone = web.post(reverse("pages:tuning-undo", args=[grown.pk]), {"target": "session", "previous": previous})
+    assert 'data-testid="undone"' in undone.content.decode()
+    assert Session.objects.get(pk=grown.pk).policy_id == before
+    # as the project's policy, and undone
+    project_before = Project.objects.get(pk=grown.project_id).active_policy_id
+    html = web.post(reverse("pages:tuning-apply", args=[grown.pk]), {"sweep": sweep.pk, "value": value,
+                                                                      "target": "project"}).content.decode()
+    assert Project.objects.get(pk=grown.project_id).active_policy.data["trigger"]["threshold"] == int(value)
+    previous = re.search(r'name="previous" value="(\d*)"', html).group(1)
+    web.post(reverse("pages:tuning-undo", args=[grown.pk]), {"target": "project", "previous": previous})
+    assert Project.objects.get(pk=grown.project_id).active_policy_id == project_before
+
+
+def test_applying_a_setting_the_sweep_never_tried_is_refused_and_changes_nothing(
+        web, grown, django_capture_on_commit_callbacks):
+    start_sweep(web, grown, django_capture_on_commit_callbacks)
+    sweep = TuningSweep.objects.get(session=grown)
+    count = StoredPolicy.objects.count()
+    html = web.post(reverse("pages:tuning-apply", args=[grown.pk]), {"sweep": sweep.pk, "value": "1234.5",
+                                                                      "target": "session"}).content.decode()
+    assert "1234.5 is not one of the settings the sweep tried" in html
+    html = web.post(reverse("pages:tuning-apply", args=[grown.pk]), {"sweep": sweep.pk, "value": sweep.values[0],
+                                                                      "target": "elsewhere"}).content.decode()
+    assert "unknown target &#x27;elsewhere&#x27;" in html
+    assert StoredPolicy.objects.count() == count and Session.objects.get(pk=grown.pk).policy_id == grown.policy_id

@@ -1,11 +1,12 @@
 """Archive tools for agents: exact slices by handle, ranked search, and the session_load / session_search tools."""
+import hashlib
 import itertools
 import json
 
 import pytest
 
 from compaction import archive_tools
-from compaction.archive import ArchiveEntry, MemoryArchive, item_for
+from compaction.archive import ArchivedItem, ArchiveEntry, MemoryArchive, item_for
 from compaction.errors import ArchiveError
 from compaction.messages import wrap_originals
 
@@ -166,3 +167,46 @@ def test_the_default_tool_limit_keeps_replies_bounded():
     commit(r, archive)
     out = json.loads(archive_tools.handle_tool_call(archive, SESSION, "session_load", '{"handle": "c0"}'))
     assert out["returned_chars"] == archive_tools.DEFAULT_TOOL_LIMIT and out["next_offset"] == archive_tools.DEFAULT_TOOL_LIMIT
+
+
+def _entry(archive, session, entry_id, texts):
+    items = [ArchivedItem(f"m{k:06d}", None, {"role": "tool", "content": t, "tool_call_id": f"c{k}"}, f"c{k}", "shell")
+             for k, t in enumerate(texts)]
+    # the term index is cached by content hash, so each entry carries a real one
+    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()
+    archive.write(ArchiveEntry(entry_id, session, "offloaded", items, content_hash=digest))
+
+
+def test_search_scopes_reach_other_sessions_rank_together_and_name_the_session():
+    archive = MemoryArchive()
+    _entry(archive, "s1", "ar_a", ["deploy failed: quota exceeded in region west"])
+    _entry(archive, "s2", "ar_b", ["quota quota quota exceeded again, the deploy of the west region stalled"])
+    _entry(archive, "s3", "ar_c", ["unrelated lunch order"])
+    current = archive_tools.search(archive, "s1", "quota")
+    assert [(h["session_id"], h["entry_id"]) for h in current] == [("s1", "ar_a")]
+    others = archive_tools.search(archive, "s1", "quota", scope="other_sessions", other_sessions=["s1", "s2", "s3"])
+    assert [(h["session_id"], h["entry_id"]) for h in others] == [("s2", "ar_b")]
+    both = archive_tools.search(archive, "s1", "quota", scope="all_sessions", other_sessions=["s2", "s3"])
+    # the sibling mentions the term three times, so it ranks first across the pooled collection
+    assert [h["session_id"] for h in both] == ["s2", "s1"]
+    assert both[0]["score"] > both[1]["score"]
+    with pytest.raises(ValueError, match="scope must be one of"):
+        archive_tools.search(archive, "s1", "quota", scope="everything")
+
+
+def test_search_tool_widens_only_when_the_caller_lists_sibling_sessions():
+    archive = MemoryArchive()
+    _entry(archive, "s1", "ar_a", ["nothing here"])
+    _entry(archive, "s2", "ar_b", ["the migration id was 0042_payments"])
+    props = archive_tools.SESSION_SEARCH_TOOL["function"]["parameters"]["properties"]
+    assert props["scope"]["enum"] == ["current_session", "other_sessions", "all_sessions"]
+    out = json.loads(archive_tools.handle_tool_call(archive, "s1", "session_search", {"query": "0042_payments",
+                                                                                     "scope": "all_sessions"}))
+    assert "only this session" in out["error"]
+    out = json.loads(archive_tools.handle_tool_call(archive, "s1", "session_search",
+                                                    {"query": "0042_payments", "scope": "all_sessions"},
+                                                    other_sessions=lambda: ["s2"]))
+    assert [(h["session_id"], h["handle"]) for h in out["hits"]] == [("s2", "ar_b")]
+    out = json.loads(archive_tools.handle_tool_call(archive, "s1", "session_search", {"query": "x", "scope": "mine"},
+                                                    other_sessions=lambda: ["s2"]))
+    assert "scope must be one of" in out["error"]

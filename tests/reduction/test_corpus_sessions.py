@@ -5,7 +5,7 @@ import pytest
 from compaction.context import check_tool_pairs
 from compaction.messages import load_session_file
 from compaction.reduction.pipeline import before_call
-from tests.corpus import corpus_files, load
+from tests.corpus import corpus_names, load
 
 from .helpers import (
     SESSION,
@@ -18,7 +18,7 @@ from .helpers import (
     total,
 )
 
-FILES = [p.name for p in corpus_files()]
+FILES = corpus_names()
 
 
 def originals(name):

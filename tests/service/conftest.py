@@ -248,11 +248,14 @@ class Worker:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 3.0) -> None:
+        """End of the test: a warm shutdown if it is quick, else SIGKILL. Nothing is checked
+        after it; waiting up to 20 s (a run still in a scripted, hanging model call) cost the
+        suite's teardowns tens of seconds."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # warm shutdown: the main process stops its pool
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 pass
         if self.proc:

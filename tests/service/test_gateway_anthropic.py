@@ -98,10 +98,11 @@ def agent_loop(client, server, turns: int, stream: bool) -> tuple[list[dict], li
     return history, headers
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+# 200 turns once; streaming relays the same loop, so 60 turns (several compactions) show it
+@pytest.mark.parametrize(("stream", "turns"), [(False, 200), (True, 60)], ids=["plain", "stream"])
 def test_a_200_turn_anthropic_agent_loop_is_compacted_without_the_client_changing_anything(
-        gateway, project, llm_server, stream):  # noqa: F811 - the imported fixture
-    history, headers = agent_loop(sdk(gateway, project.test_key), llm_server, turns=200, stream=stream)
+        gateway, project, llm_server, stream, turns):  # noqa: F811 - the imported fixture
+    history, headers = agent_loop(sdk(gateway, project.test_key), llm_server, turns=turns, stream=stream)
 
     sessions = {h["x-compaction-session"] for h in headers}
     assert len(sessions) == 1, "every turn continued the same stored session"
@@ -120,7 +121,7 @@ def test_a_200_turn_anthropic_agent_loop_is_compacted_without_the_client_changin
         assert req.model == MODEL and req.json["max_tokens"] == 1024
     last = requests[-1].messages
     assert last[0] == {"role": "system", "content": "You are a careful coding agent."}
-    assert last[-1]["role"] == "tool" and last[-1]["tool_call_id"] == "call_199"
+    assert last[-1]["role"] == "tool" and last[-1]["tool_call_id"] == f"call_{turns - 1}"
     assert len(last) < 20, "the last call got the compacted context, not 400 messages"
 
     # The session holds the whole history in OpenAI's form (system, task, then a call and
@@ -128,7 +129,7 @@ def test_a_200_turn_anthropic_agent_loop_is_compacted_without_the_client_changin
     # byte for byte.
     sid = int(sessions.pop())
     stored = list(StoredMessage.objects.filter(session_id=sid).order_by("position").values_list("raw", flat=True))
-    assert len(stored) == 2 + 2 * 200 + 1
+    assert len(stored) == 2 + 2 * turns + 1
     assert [m["role"] for m in stored[:4]] == ["system", "user", "assistant", "tool"]
     replay = Client(project).get(f"/api/sessions/{sid}/archive/replay").json()
     assert replay["matches_history"] is True

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dashboard.models import Session, StoredArchiveEntry, StoredMessage
+from tests.corpus import corpus_missing
 from tests.service.helpers import chat, corpus_session
 
 # PostgreSQL pass: imports: COPY of the messages, all or nothing, NUL characters in text
@@ -215,9 +216,10 @@ def test_all_or_nothing_imports_nothing_when_one_file_is_invalid(db, tmp_path):
     assert Session.objects.count() == 0
 
 
-@pytest.mark.skipif(corpus_session("claudecode_sessionshare__general") is None, reason="corpus not available")
 def test_a_corpus_session_imports_and_its_context_equals_its_history(api):
     data = corpus_session("claudecode_sessionshare__general")
+    if data is None:
+        corpus_missing("corpus transcript claudecode_sessionshare__general*")
     r = api.post("/api/sessions", {"messages": data["messages"], "auto_compact": False})
     assert r.status_code == 201, r.content
     sid = r.json()["session"]["id"]

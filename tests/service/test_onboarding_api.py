@@ -10,7 +10,7 @@ from dashboard.models import Session
 from dashboard.services.bulk_import import import_many
 from dashboard.services.sessions import convert_file_payload
 from dashboard.services.uploads import import_uploads
-from tests.corpus import corpus_files
+from tests.corpus import corpus_files, require_corpus
 from tests.service.helpers import chat
 
 CORPUS_LIKE = {
@@ -34,10 +34,8 @@ def test_a_corpus_file_posts_as_is_and_keeps_its_metadata(api):
 
 
 def test_a_real_corpus_file_posts_as_is(api):
+    require_corpus()
     files = corpus_files()
-    if not files:
-        import pytest  # noqa: PLC0415 - only to skip when the shared corpus is absent
-        pytest.skip("no corpus (CORPUS_DIR)")
     path = min(files, key=lambda p: p.stat().st_size)
     data = json.loads(path.read_bytes())
     r = api.post("/api/sessions", data | {"auto_compact": False})

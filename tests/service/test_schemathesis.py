@@ -4,6 +4,8 @@ response is a 5xx, and that every response (status, content type, headers, body)
 one the schema declares."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
@@ -72,14 +74,6 @@ def _generated(case, api_schema, capture) -> None:
                                              negative_data_rejection])
 
 
-@schema.exclude(tag="Gateway").parametrize()
-@hsettings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-           suppress_health_check=list(HealthCheck))
-def test_generated_requests_get_no_server_error_and_responses_match_the_schema(case, api_schema,
-                                                                                django_capture_on_commit_callbacks):
-    _generated(case, api_schema, django_capture_on_commit_callbacks)
-
-
 @schema.include(tag="Gateway").parametrize()
 @hsettings(max_examples=GATEWAY_EXAMPLES, deadline=None, database=None, derandomize=True,
            suppress_health_check=list(HealthCheck))
@@ -90,10 +84,67 @@ def test_generated_gateway_requests_are_refused_in_the_documented_shape(case, ap
     _generated(case, api_schema, django_capture_on_commit_callbacks)
 
 
-def test_the_generated_run_covered_every_operation_with_at_least_1000_cases():
-    operations = {f"{m.upper()} {p}" for p, ops in ninja_api.get_openapi_schema()["paths"].items() for m in ops}
-    if set(CALLS) != operations:
-        pytest.skip("run the whole module to count the generated cases")
-    total = sum(CALLS.values())
-    print(f"schemathesis: {total} generated requests over {len(CALLS)} operations")
-    assert total >= 1000
+# The operations are dealt into parts, each its own test, so that pytest-xdist's workers
+# share the generated requests (one test of all of them took minutes of one worker, often at
+# the end of the run). Each part's requests are the same from run to run (derandomize).
+PARTS = 4
+
+
+@functools.cache
+def _operation_keys() -> list[str]:
+    """The operations the parts share: all but the gateway's, which have their own test above."""
+    paths = ninja_api.get_openapi_schema()["paths"]
+    return [f"{m.upper()} {p}" for p, ops in paths.items() for m, op in ops.items()
+            if "Gateway" not in op.get("tags", [])]
+
+
+def _part_of(key: str) -> int:
+    return _operation_keys().index(key) % PARTS
+
+
+def _key(operation) -> str:
+    return f"{operation.method.upper()} {operation.path}"
+
+
+def _generated_requests_test(part: int):
+    def in_part(ctx) -> bool:
+        key = _key(ctx.operation)
+        return key in _operation_keys() and _part_of(key) == part
+
+    @schema.include(func=in_part).parametrize()
+    @hsettings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
+               suppress_health_check=list(HealthCheck))
+    @pytest.mark.xdist_group(f"schemathesis-part-{part}")  # with its count check below, on one worker
+    def test(case, api_schema, django_capture_on_commit_callbacks):
+        _generated(case, api_schema, django_capture_on_commit_callbacks)
+
+    test.__name__ = f"test_generated_requests_get_no_server_error_and_responses_match_the_schema_part{part}"
+    return test
+
+
+def _count_check(part: int):
+    @pytest.mark.xdist_group(f"schemathesis-part-{part}")
+    def test():
+        mine = [k for k in _operation_keys() if _part_of(k) == part]
+        if not all(k in CALLS for k in mine):
+            pytest.skip(f"run part {part}'s generated requests in this process to count them")
+        total = sum(CALLS[k] for k in mine)
+        print(f"schemathesis part {part}: {total} generated requests over {len(mine)} operations")
+        assert total >= MIN_CASES * len(mine) // len(_operation_keys())
+
+    test.__name__ = f"test_part{part}_covered_each_of_its_operations_with_its_share_of_1000_cases"
+    return test
+
+
+MIN_CASES = 1000  # over every operation; each part must reach its share
+for _part in range(PARTS):
+    _t = _generated_requests_test(_part)
+    globals()[_t.__name__] = _t
+    _c = _count_check(_part)
+    globals()[_c.__name__] = _c
+
+
+def test_the_parts_deal_out_every_operation_once():
+    keys = _operation_keys()
+    assert len(keys) == len(set(keys)) and len(keys) >= 20
+    assert sorted(_part_of(k) for k in keys) == sorted(i % PARTS for i in range(len(keys)))

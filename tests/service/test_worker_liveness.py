@@ -173,9 +173,9 @@ def _sweep(api) -> TuningSweep:
 
 def test_a_sweep_with_no_worker_says_it_waits_then_runs_here_after_the_wait(unread_broker, live_api, client,
                                                                               django_user_model, held_fallback):
+    op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
     sweep = _sweep(live_api)
     assert TuningSweep.objects.get(pk=sweep.pk).status == "queued"
-    op = django_user_model.objects.create_user("op", password="pw-for-tests-only")
     set_member(sweep.session.project, op, "viewer")
     client.force_login(op)
     workers.clear_cache()

@@ -12,6 +12,7 @@ from compaction import locales
 from compaction.messages import wrap_originals
 from compaction.summarizer import render_conversation
 from compaction.summarizer.extractive import count_words, parse_previous, summarize_text
+from tests.corpus import require_corpus
 
 DJANGO_FIX = "minipr__deepseek_bench1__django__django-11099"
 DJANGO_ORDER = "minipr__deepseek_bench1__django__django-13265"
@@ -67,7 +68,9 @@ def test_the_task_is_the_tagged_request_kept_short_with_the_constraints_after_it
 def test_the_file_the_agent_fixed_is_listed_as_edited_and_the_files_it_only_read_apart(django_fix):
     edited, read = section(django_fix, "Files edited"), section(django_fix, "Files read")
 
-    assert "./django/contrib/auth/validators.py (rewritten)" in edited
+    # the rewrite is compared with the file as `cat` showed it: the change itself is named
+    assert ("./django/contrib/auth/validators.py (rewritten: `regex = r'^[\\w.@+-]+$'` → "
+            "`regex = r'\\A[\\w.@+-]+\\Z'` +2 −2)") in edited
     assert any(line.startswith("/testbed/test_username_validator.py (created") for line in edited)
     assert "./django/core/validators.py (×7)" in read
     assert not {line.split(" (")[0] for line in edited} & {line.split(" (")[0] for line in read}
@@ -104,13 +107,17 @@ def test_every_way_of_changing_a_file_counts_as_an_edit_and_reading_commands_as_
     assert set(edited) == {"/repo/src/billing/vat.py", "src/billing/rates.cfg", "notes/vat.md", "CHANGELOG.md",
                            "src/billing/tax.py", "/repo/tests/test_vat.py", "src/billing/__init__.py"}
     assert edited["notes/vat.md"] == "notes/vat.md (created)"
-    assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (touched)"
+    assert edited["src/billing/__init__.py"] == "src/billing/__init__.py (created)"
     assert "/dev/null" not in text.split("## Commands and outcomes", 1)[0]
-    assert edited["src/billing/tax.py"] == "src/billing/tax.py (patched)"
+    assert edited["src/billing/tax.py"] == "src/billing/tax.py (edited: +1 −1)"
+    assert edited["/repo/src/billing/vat.py"] == "/repo/src/billing/vat.py (edited: `0.2` → `0.21`)"
+    assert edited["src/billing/rates.cfg"] == "src/billing/rates.cfg (edited: `s/rate\\/old/rate\\/new/g`)"
+    assert edited["CHANGELOG.md"] == "CHANGELOG.md (edited: appended)"
     assert set(section(text, "Files read")) == {"src/billing/invoice.py", "setup.cfg", "/repo/src/billing/currency.py"}
-    listed = "\n".join(section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")
-                       + section(text, "Names used"))
-    assert "rate" not in listed.replace("rates.cfg", "").replace("test_rate", "")   # a sed script is not a path
+    # a sed script is the change, never a path of its own
+    listed = section(text, "Files edited") + section(text, "Files read") + section(text, "Other paths")
+    assert not [line for line in listed if line.startswith(("s/", "rate"))]
+    assert "s/rate" not in "\n".join(section(text, "Names used"))
 
 
 def test_placeholder_paths_of_the_instructions_are_not_listed_anywhere(django_order):
@@ -128,7 +135,7 @@ def test_a_path_the_session_really_used_is_kept_even_when_the_instructions_name_
 
     text = summarize_text(transcript, None, 200)
 
-    assert "patch.txt (written)" in section(text, "Files edited")
+    assert "patch.txt (created)" in section(text, "Files edited")
     assert "path/to/file1" not in text.split("## Task and constraints", 1)[1].split("\n\n## ", 1)[1]
     assert "README.md" not in "\n".join(section(text, "Other paths") + section(text, "Names used"))
 
@@ -143,8 +150,10 @@ def test_commands_are_listed_with_their_exit_status_and_the_error_they_met(djang
 def test_errors_of_a_real_session_are_told_apart_as_open_or_fixed(django_fix):
     errors = section(django_fix, "Errors")
 
-    # The agent got its check script running once the missing module was installed...
-    assert "Fixed: ModuleNotFoundError: No module named 'sqlparse' (after `python test_validators_directly.py`)" in errors
+    # The agent got its check script running once the missing module was installed, and the
+    # item says by which command...
+    assert any(e.startswith("Fixed: ModuleNotFoundError: No module named 'sqlparse' "
+                            "(in `python test_validators_directly.py`; fix: `pip") for e in errors), errors
     # ...but never got pytest or the Django test runner to work.
     assert "Open: /opt/miniconda3/bin/python: No module named pytest (in `python -m pytest`)" in errors
     assert ("Open: django.core.exceptions.ImproperlyConfigured: The SECRET_KEY setting must not be empty. "
@@ -198,9 +207,11 @@ def test_decisions_are_whole_sentences(name):
         assert "…" not in sentence and not sentence.endswith(":"), sentence
 
 
-def test_the_next_step_is_the_agents_last_plan_and_the_state_does_not_repeat_it(django_order):
-    assert section(django_order, "Next step") == ["Plan: Let me write a proper patch."]
-    state = section(django_order, "Current state")
+def test_the_next_step_is_the_agents_last_plan_and_the_state_does_not_repeat_it():
+    text = summarize_text(corpus_transcript(DJANGO_ORDER, 0, 139), None, 600)
+
+    assert section(text, "Next step") == ["Plan: Let me write a proper patch."]
+    state = section(text, "Current state")
     assert state[0].startswith("Last agent message: Now I need to modify this code.")
     assert "proper patch" not in state[0]
 
@@ -272,6 +283,7 @@ def test_a_summary_in_the_format_before_the_split_is_read_into_the_new_sections(
 
 @pytest.mark.parametrize("budget", [80, 250, 600])
 def test_every_corpus_session_stays_within_the_word_budget_with_all_sections(budget):
+    require_corpus()
     for path in sorted(CORPUS.glob("*.json")):
         text = summarize_text(corpus_transcript(path.stem), None, budget)
         assert count_words(text) <= budget, path.name
@@ -290,12 +302,12 @@ def test_file_and_error_notes_are_written_in_the_summary_language_and_read_back(
 
     text = summarize_text(transcript, None, 300, "zh")
 
-    assert "- src/app/main.py (修改)" in text
-    assert "- 已解决：KeyError: 'uid' (已由此命令成功运行 `python check.py`)" in text
+    assert "- src/app/main.py (修改: `s/uid/user_id/`)" in text
+    assert "- 已解决：KeyError: 'uid' (出现于 `python check.py`; 修复: 修改 `src/app/main.py`)" in text
     assert "s/uid/user_id/" not in "\n".join(section(text, "其他路径"))    # an unquoted sed script is no path
     sections, _ = parse_previous(text)
-    assert sections["Files edited"] == ["src/app/main.py (edited)"]
-    assert sections["Errors"] == ["Fixed: KeyError: 'uid' (after `python check.py`)"]
+    assert sections["Files edited"] == ["src/app/main.py (edited: `s/uid/user_id/`)"]
+    assert sections["Errors"] == ["Fixed: KeyError: 'uid' (in `python check.py`; fix: edited `src/app/main.py`)"]
 
 
 def test_a_result_the_engine_already_archived_is_reported_as_archived_not_quoted():

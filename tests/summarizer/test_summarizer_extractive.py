@@ -17,6 +17,7 @@ from compaction.summarizer import (
     summarize,
 )
 from compaction.summarizer.extractive import LABEL, count_words, register, summarize_text
+from tests.corpus import require_corpus
 
 DJANGO = "minipr__deepseek_bench1__django__django-11099.json"
 
@@ -74,7 +75,7 @@ def test_the_extractive_summary_keeps_the_request_the_files_and_the_errors_of_a_
 
     assert "UsernameValidator allows trailing newline in usernames" in text       # the user's request
     edited = text.split("## Files edited", 1)[1].split("\n## ", 1)[0]
-    assert "django/contrib/auth/validators.py (rewritten)" in edited                # the file that was fixed
+    assert "django/contrib/auth/validators.py (rewritten: `regex" in edited          # the file that was fixed
     assert "ModuleNotFoundError: No module named 'pytz'" in text                   # errors met on the way
     assert "ImproperlyConfigured: The SECRET_KEY setting must not be empty." in text
     assert "No module named pytest" in text                                        # a failed command's outcome
@@ -191,6 +192,7 @@ def test_the_word_budget_reaches_the_provider_even_with_a_custom_prompt(django_s
 
 
 def test_every_corpus_session_gets_a_labelled_summary_within_budget(counter):
+    require_corpus()
     for path in sorted(CORPUS.glob("*.json")):
         span = corpus_span(path.name)
         text = summarize_text(render_conversation(span), None, 250)

@@ -63,8 +63,8 @@ def test_the_default_prompt_asks_for_every_section_and_states_the_word_budget(sp
 
     assert len(messages) == 1 and messages[0]["role"] == "user"
     text = messages[0]["content"]
-    for heading in ("Goals and constraints", "Decisions and why", "Files and paths", "Facts learned from tools",
-                    "Errors and fixes", "Current state", "Next steps"):
+    for heading in ("Goals and constraints", "Decisions and why", "Files and changes", "Facts learned from tools",
+                    "Errors and their status", "Current state", "Next step"):
         assert f"## {heading}" in text
     assert "at most 250 words" in text
     assert "<previous_summary>\nnone\n</previous_summary>" in text

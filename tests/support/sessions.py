@@ -2,7 +2,7 @@
 sessions by file name."""
 from __future__ import annotations
 
-from tests.corpus import corpus_files, load
+from tests.corpus import corpus_names, load
 
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run a shell command and return its output.",
@@ -47,7 +47,7 @@ def runs_with_tools(runs: int = 6, rounds: int = 3, output: int = 800) -> list[d
 
 
 def corpus_sessions() -> list[str]:
-    return [p.name for p in corpus_files()]
+    return corpus_names()
 
 
 def corpus_messages(name: str) -> list[dict]:

@@ -10,9 +10,11 @@ How a summary is made, one module per step:
 
 - :mod:`.request` reads the prompt back: transcript, previous summary, word budget;
 - :mod:`.transcript` parses the transcript into events (messages, calls, results);
+- :mod:`.file_ops` reads what each call did to files (read, created, edited, deleted,
+  moved, with the change in one line) from what it ran, not from its tool's name;
 - :mod:`.signals` holds the detectors: paths and URLs (shared with the retention
-  score through :mod:`compaction.identifiers`), edited and read files, placeholder
-  paths, outcomes, errors, constraint, decision and plan sentences;
+  score through :mod:`compaction.identifiers`), placeholder paths, outcomes, errors,
+  test runners' tallies, harness boilerplate, constraint, decision and plan sentences;
 - :mod:`.sections` turns events into ranked items under each heading (what each
   section keeps is described there);
 - :mod:`.budget` fits the items into the word budget and renders them;
@@ -28,6 +30,7 @@ from .budget import DEFAULT_WORDS, MIN_WORDS, UNLIMITED_WORDS
 from .language import LABEL, parse_previous
 from .provider import EXTRACTIVE_MODEL, PROVIDER, register
 from .request import parse_request
+from .sections import verbatim_key
 from .summary import summarize_text
 from .transcript import Event, parse_transcript
 from .words import count_words, squash, truncate_words
@@ -35,5 +38,5 @@ from .words import count_words, squash, truncate_words
 __all__ = [
     "EXTRACTIVE_MODEL", "PROVIDER", "LABEL", "DEFAULT_WORDS", "UNLIMITED_WORDS", "MIN_WORDS",
     "summarize_text", "register", "parse_request", "parse_transcript", "parse_previous", "Event",
-    "count_words", "truncate_words", "squash",
+    "count_words", "truncate_words", "squash", "verbatim_key",
 ]

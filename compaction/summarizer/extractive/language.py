@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from typing import Literal
 
 from ...locales import available, has, section
-from .sections import LEGACY_TITLES, TITLES
+from .sections import LEGACY_TITLES, OPEN_TASK, TASK_POINTER, TITLES
 
 LABEL = "Extractive summary (no LLM)"   # the English label; each locale file has its own
 Prefix = Literal["Task:", "Latest request:", "Request:", "Constraint:", "Open:", "Fixed:", "Plan:",
-                 "Unanswered request:", "Last agent message:", "Last tool call:"]
+                 "Unanswered request:", "Pending call:", "Open request:", "Last agent message:", "Last tool call:"]
 PREFIXES: tuple[Prefix, ...] = ("Task:", "Latest request:", "Request:", "Constraint:", "Open:", "Fixed:", "Plan:",
-                                "Unanswered request:", "Last agent message:", "Last tool call:")
+                                "Unanswered request:", "Pending call:", "Open request:", "Last agent message:",
+                                "Last tool call:")
 
 
 def words_of(language: str) -> dict[str, str]:
@@ -47,16 +48,21 @@ def _reverse_tables() -> tuple[tuple[str, ...], dict[str, str], dict[str, str], 
 # Words of the closing note of file and error items ("x.py (created, edited ×2)",
 # "... (after `pytest`)"); each locale has them as "note:<word>".
 NOTE_WORDS = ("in output", "rewritten", "created", "edited", "patched", "deleted", "copied", "written", "touched",
-              "after", "in")
+              "moved", "appended", "copy of", "restored from git", "by a Python script", "via", "removed",
+              "unchanged", "undo", "edits", "at line", "lines", "line", "fix", "after", "in")
+# File items name their path first, so their note starts at the first " ("; error lines can
+# hold " (" themselves, so theirs starts at the last.
+_FIRST_PAREN_SECTIONS = ("Files edited", "Files read", "Other paths")
 NOTED_SECTIONS = ("Files edited", "Files read", "Other paths", "Errors")
 
 
-def _swap_note(text: str, table: Mapping[str, str]) -> str:
+def _swap_note(text: str, table: Mapping[str, str], first: bool = False) -> str:
     """``text`` with the words of its closing ``(...)`` note replaced through ``table``
-    (text between backticks, a command, is left as it is)."""
+    (text between backticks, a command or a piece of code, is left as it is). ``first``: the
+    note starts at the first " (" (file items), else at the last (error lines)."""
     if not text.endswith(")") or " (" not in text or not table:
         return text
-    head, note = text.rsplit(" (", 1)
+    head, note = text.split(" (", 1) if first else text.rsplit(" (", 1)
     pattern = re.compile("|".join(re.escape(w) for w in sorted(table, key=len, reverse=True)))
     parts = note.split("`")
     for i in range(0, len(parts), 2):  # outside backticks only
@@ -67,8 +73,13 @@ def _swap_note(text: str, table: Mapping[str, str]) -> str:
 def localize_line(text: str, words: dict[str, str], title: str = "") -> str:
     """An item line with its English prefix ("Task:"...) and, in file and error sections, the
     words of its closing note in the language of ``words``."""
+    if text == TASK_POINTER:
+        return words["task_pointer"]
+    if text == OPEN_TASK:
+        return words["open_task"]
     if title in NOTED_SECTIONS:
-        text = _swap_note(text, {w: words.get("note:" + w, w) for w in NOTE_WORDS if words.get("note:" + w, w) != w})
+        text = _swap_note(text, {w: words.get("note:" + w, w) for w in NOTE_WORDS if words.get("note:" + w, w) != w},
+                          title in _FIRST_PAREN_SECTIONS)
     for p in PREFIXES:
         if text.startswith(p):
             return words[p] + (" " if words[p].endswith(":") else "") + text[len(p):].lstrip()
@@ -81,6 +92,8 @@ def parse_previous(previous: str) -> tuple[dict[str, list[str]], bool]:
     labels, headings, prefixes, notes = _reverse_tables()
     if not previous.lstrip().startswith(labels):
         return {}, False
+    whole = {words_of(lang)[key]: line for lang in available()
+             for key, line in (("task_pointer", TASK_POINTER), ("open_task", OPEN_TASK))}
     sections: dict[str, list[str]] = {}
     current = None
     for line in previous.splitlines():
@@ -90,11 +103,14 @@ def parse_previous(previous: str) -> tuple[dict[str, list[str]], bool]:
             sections.setdefault(current, [])
         elif current and line.startswith("- "):
             item = line[2:].strip()
+            if item in whole:
+                sections[current].append(whole[item])
+                continue
             for local, english in prefixes.items():
                 if item.startswith(local) and local != english:
                     item = english + " " + item[len(local):].lstrip()
                     break
             if current in NOTED_SECTIONS:
-                item = _swap_note(item, notes)
+                item = _swap_note(item, notes, current in _FIRST_PAREN_SECTIONS)
             sections[current].append(item)
     return sections, True

@@ -3,7 +3,8 @@
 Going through litellm like any other model keeps one code path for every summary:
 the same retries, failover, events and usage accounting. The provider reads the
 prompt back (:mod:`.request`); the policy's word budget and language arrive as
-request metadata and win over what the prompt says.
+request metadata and win over what the prompt says, and so do the user messages the
+context keeps verbatim after the summary (``kept_verbatim``).
 """
 from __future__ import annotations
 
@@ -34,12 +35,15 @@ def _make_handler_class(litellm: Any) -> type[Any]:
             meta = (kwargs.get("litellm_params") or {}).get("metadata") or {}
             conversation, previous, words = parse_request(messages)
             language = "en"
+            kept: list[str] = []
             if isinstance(meta, dict):
+                if isinstance(meta.get("kept_verbatim"), list):
+                    kept = [t for t in meta["kept_verbatim"] if isinstance(t, str)]
                 if isinstance(meta.get("max_summary_words"), int):
                     words = meta["max_summary_words"]
                 if isinstance(meta.get("language"), str):
                     language = meta["language"]
-            text = summarize_text(conversation, previous, words, language)
+            text = summarize_text(conversation, previous, words, language, kept)
             prompt_tokens = math.ceil(_prompt_chars(messages) / 4)
             completion_tokens = math.ceil(len(text) / 4)
             return litellm.ModelResponse(

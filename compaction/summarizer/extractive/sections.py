@@ -1,11 +1,13 @@
 """The summary's sections, each a list of ranked items built from the transcript.
 
-- **Task and constraints**: the task as first stated (short: the request itself is
-  usually re-inserted verbatim next to the summary), later requests and the latest
-  one, and sentences that carry constraints ("must", "do not", "only"...). A user
-  message repeated word for word is harness boilerplate, not a new request;
-- **Files edited**: files a tool call changed (editor tools, ``cat >``, ``sed -i``,
-  ``apply_patch``, redirections, ``cp``/``mv``/``rm``), with how and how often;
+- **Task and constraints**: the task as first stated (short), or a pointer to it when the
+  context keeps the task message word for word right after the summary; later requests
+  and the latest one, and sentences that carry constraints ("must", "do not", "only"...)
+  unless a kept message holds them. Harness boilerplate is no request: notes such as
+  "[Request interrupted by user]", format reminders and wrappers (``HARNESS``), messages
+  repeated word for word, and nudges of one shape repeated more than twice;
+- **Files edited**: files a call created, edited, deleted or moved (read from what it ran,
+  see :mod:`.file_ops`), how often, and the last change a call showed in one line;
 - **Files read**: files a call read without changing them (an editor's ``view``,
   ``cat``/``grep``/``sed -n``...);
 - **Other paths**: other paths and URLs the agent wrote or a call named, then those
@@ -14,14 +16,17 @@
   ``/path/to/working/dir`` or ``filename.py`` that no call read or changed;
 - **Commands and outcomes**: tool calls with their key argument and what came back
   (exit status, the error line, or the first line of output), failures and edits first;
-- **Errors**: exception lines and the closing line of failed commands, each marked
-  *open* or *fixed*: fixed when a later run of the same command (see
-  :func:`.signals.call_signature`) succeeded;
+- **Errors**: exception lines, the failing tests a runner names, and the closing line of
+  other failed commands (a runner's tally, "1 failed in 0.18s", is a result, not an
+  error), each *open* (still failing) or *fixed*: fixed when a later run of the same
+  command (see :func:`.signals.call_signature`) succeeded, naming the file change or the
+  command in between that fixed it;
 - **Decisions**: whole sentences of the agent that state a reason or a choice
   ("because", "the fix is", "instead"...), never a cut fragment;
 - **Current state**: the agent's last message and the last tool activity;
-- **Next step**: a request the agent has not answered yet, else the agent's last
-  stated plan;
+- **Next step**: the call still waiting for its result, else a request the agent has not
+  answered, else the agent's last stated plan that names what it acts on (never a filler
+  such as "Let's try this."), else the open request;
 - **Names used**: the identifiers (code names, error names, hashes, quoted strings...)
   the user and the agent wrote, most used first, filled last with the words the other
   sections left (see :mod:`.budget`), without those already shown.
@@ -40,23 +45,25 @@ from typing import Literal
 
 from ...identifiers import find_paths
 from ...retention import Kind, argument_texts, text_identifiers
+from .file_ops import NOT_FILES
 from .signals import (
     BULLET,
     CONSTRAINT,
     DECISION,
     EXIT_STATUS,
+    HARNESS,
     LOOKING,
-    NOT_FILES,
     NOTE,
     PLACEHOLDER_PATH,
     PLAN,
-    SED_SCRIPT,
+    RESULT_LINE,
     STRONG_DECISION,
+    SUBSTITUTION,
+    TEST_FAILURE,
     call_signature,
     describe_call,
     last_meaningful_line,
     path_key,
-    read_paths,
     sentences,
     shell_command,
 )
@@ -87,7 +94,11 @@ LEGACY_TITLES: dict[str, Title] = {"User requests": "Task and constraints", "Fil
 Sections = dict[Title, list["Item"]]
 Previous = dict[str, list[str]]   # a previous extractive summary: {English title: [bullet texts]}
 
-TASK_WORDS = 60          # the task as first stated; the request itself is re-inserted verbatim
+TASK_WORDS = 60          # the task as first stated, when the context does not keep it verbatim
+# The task line when the context keeps the task message word for word right after the summary.
+TASK_POINTER = "Task: stated in the user's first message, kept verbatim right after this summary."
+# The next step when nothing more precise is known than the task itself.
+OPEN_TASK = "Open request: the task above, not reported done yet."
 _DECISION_MAX_WORDS = 45  # a longer "sentence" is a paragraph the splitter could not cut: left out
 _TASK_TAGS = re.compile(r"<(pr_description|issue|task|problem_statement|request)>(.*?)</\1>", re.S | re.I)
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
@@ -119,20 +130,24 @@ class Item:
         return self._words
 
 
-def build_sections(events: list[Event], previous_summary: str | None, previous: Previous | None) -> Sections:
+def build_sections(events: list[Event], previous_summary: str | None, previous: Previous | None,
+                   kept_verbatim: tuple[str, ...] = ()) -> Sections:
     """Every section's candidate items; ``previous`` holds the sections of a previous
-    extractive summary, None when the previous summary (if any) is prose."""
+    extractive summary, None when the previous summary (if any) is prose; ``kept_verbatim``
+    the text the context keeps word for word after the summary of each re-inserted user
+    message (the summary points to those instead of repeating them)."""
     prev = previous or {}
     sections: Sections = {}
     if previous_summary and previous is None:
         sections["Earlier summary"] = [Item(s, (0, -k), k) for k, s in enumerate(sentences(previous_summary))]
-    sections["Task and constraints"] = _requests(events, prev)
+    boiler = _boilerplate(events)
+    sections["Task and constraints"] = _requests(events, prev, boiler, kept_verbatim)
     facts = _path_facts(events)
     edited, read, other = _files(facts, prev)
     sections["Files edited"], sections["Files read"], sections["Other paths"] = edited, read, other
     sections["Commands and outcomes"], sections["Errors"] = _commands(events, prev)
     sections["Decisions"] = _decisions(events, prev)
-    sections["Next step"], plan = _next_step(events, prev)
+    sections["Next step"], plan = _next_step(events, prev, boiler)
     sections["Current state"] = _state(events, prev, plan)
     sections[NAMES] = _names(events, prev, {k for k, f in facts.items() if f.instructions_only})
     return sections
@@ -157,10 +172,32 @@ def _short(text: str, words: int, chars: int = 480) -> str:
     return text[:cut if cut > chars // 2 else chars].rstrip() + " " + ELLIPSIS
 
 
-def _requests(events: list[Event], prev: Previous) -> list[Item]:
-    # Harness notes such as "[Request interrupted by user]" are not requests, and a message
-    # repeated word for word ("Please always provide EXACTLY ONE action") is boilerplate.
-    users = [e for e in events if e.kind == "user" and e.text and not NOTE.match(e.text)]
+def verbatim_key(text: str) -> str:
+    """How a user message is recognised as one the context keeps word for word: its first
+    200 characters, whitespace squashed (a clipped copy in the transcript still matches).
+    A key is its own key: the summarizer may get keys instead of texts."""
+    return " ".join(text.split())[:200].rstrip()
+
+
+def _shape(text: str) -> str:
+    return re.sub(r"\d+", "0", " ".join(text.lower().split()))[:300]
+
+
+def _boilerplate(events: list[Event]) -> set[int]:
+    """Orders of the user events that are no request: harness notes ("[Request interrupted by
+    user]"), format reminders and wrappers (``HARNESS``), and nudges of one shape (digits
+    aside) repeated more than twice."""
+    users = [e for e in events if e.kind == "user" and e.text]
+    shapes: dict[str, int] = {}
+    for e in users:
+        shapes[_shape(e.text)] = shapes.get(_shape(e.text), 0) + 1
+    return {e.order for e in users if NOTE.match(e.text) or HARNESS.match(e.text) or shapes[_shape(e.text)] > 2}
+
+
+def _requests(events: list[Event], prev: Previous, boiler: set[int], kept_texts: tuple[str, ...]) -> list[Item]:
+    kept = frozenset(verbatim_key(t) for t in kept_texts)
+    # Harness boilerplate is no request, and a message repeated word for word is a nudge.
+    users = [e for e in events if e.kind == "user" and e.text and e.order not in boiler]
     seen_texts: dict[str, int] = {}
     for e in users:
         seen_texts[e.text] = seen_texts.get(e.text, 0) + 1
@@ -169,6 +206,14 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     items: list[Item] = []
     prev_items = prev.get("Task and constraints", [])
     has_task = any(t.startswith("Task:") for t in prev_items)
+    pointer = TASK_POINTER in prev_items
+    # A pointer to a task message no longer kept verbatim gives way to the task itself, read
+    # from its re-inserted copy (the first one in the span).
+    task_copy = next((e for e in users if e.preserved), None) if pointer else None
+    if task_copy is not None and verbatim_key(task_copy.text) not in kept:
+        prev_items = [t for t in prev_items if t != TASK_POINTER]
+        has_task = False
+        users = [task_copy] + [e for e in users if e is not task_copy]
     for k, text in enumerate(prev_items):
         if text.startswith("Latest request:"):
             text = "Request:" + text[len("Latest request:"):]
@@ -179,14 +224,23 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
     task_head = next((" ".join(t[len("Task:"):].split())[:60] for t in prev_items if t.startswith("Task:")), None)
     if task_head:
         users = [e for e in users if " ".join(_short(_task_text(e.text), TASK_WORDS).split())[:60] != task_head]
+    if pointer and has_task:
+        users = [e for e in users if e is not task_copy]
+    # Other re-inserted copies are earlier requests: listed, never as the latest one.
+    fresh = [e for e in users if not e.preserved]
+    latest = fresh[-1] if fresh else None
     for pos, ev in enumerate(users):
-        first, last = pos == 0, pos == len(users) - 1
-        if first and not has_task:
-            items.append(Item("Task: " + _short(_task_text(ev.text), TASK_WORDS), (7, 0), ev.order))
-        elif last:
+        if pos == 0 and not has_task:
+            # The task kept word for word right after the summary is pointed to, not repeated.
+            task = TASK_POINTER if verbatim_key(ev.text) in kept else "Task: " + _short(_task_text(ev.text), TASK_WORDS)
+            items.append(Item(task, (7, 0), ev.order))
+        elif ev is latest:
             items.append(Item("Latest request: " + squash(ev.text, 80), (6, 1), ev.order))
-        else:
+        elif not (ev.preserved and verbatim_key(ev.text) in kept):
             items.append(Item("Request: " + squash(ev.text, 50), (2, ev.order), ev.order))
+    # A constraint the context keeps word for word (in a re-inserted message) is not repeated;
+    # one past the kept beginning of a long message is.
+    kept_text = " ".join(" ".join(t.split()) for t in kept_texts)
     # Constraint sentences from every user message, deduplicated, capped per message.
     shown = " ".join(" ".join(it.text.split()) for it in items)
     seen: set[str] = set()
@@ -198,7 +252,8 @@ def _requests(events: list[Event], prev: Previous) -> list[Item]:
                 continue  # a line ending in ":" introduces a list; it says nothing alone
             line = squash(sent, 35)
             norm = " ".join(line.split())
-            if count_words(line) < 4 or norm in seen or norm.rstrip(" " + ELLIPSIS) in shown:
+            if count_words(line) < 4 or norm in seen or norm.rstrip(" " + ELLIPSIS) in shown \
+                    or (kept_text and " ".join(sent.split()) in kept_text):
                 continue
             seen.add(norm)
             taken += 1
@@ -214,6 +269,7 @@ class _PathFacts:
     first: int                    # order of the first event naming it
     score: int = 0                # how much it was talked about
     verbs: list[str] = field(default_factory=list)   # how calls changed it, in order
+    change: str = ""              # the last change a call showed ("`old` → `new`", "+12 −3")
     reads: int = 0
     referenced: bool = False      # the agent wrote it or a call named it
     in_output: bool = False       # a tool result showed it
@@ -224,6 +280,7 @@ class _PathFacts:
         self.first = min(self.first, other.first)
         self.score += other.score
         self.verbs += other.verbs
+        self.change = self.change or other.change
         self.reads += other.reads
         self.referenced = self.referenced or other.referenced
         self.in_output = self.in_output or other.in_output
@@ -254,18 +311,24 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
                 f.in_output, f.instructions_only = True, False
             continue
         if ev.kind == "call":
-            _, changes = ev.file_changes()
-            for p, verb in changes:
-                f = note(p, ev.order)
-                # Writing a whole file the session had already seen replaces it; it creates nothing.
-                f.verbs.append("rewritten" if verb == "created" and (f.reads or f.in_output or f.verbs) else verb)
-            reads = read_paths(ev.name or "", ev.text)
-            for p in reads:
-                note(p, ev.order).reads += 1
-            # What the call names outside file contents it writes (here-documents, editor text).
-            named = find_paths(shell_command(ev.text)) + [p for p, _ in changes] + reads
-            for p in dict.fromkeys(named):
-                if SED_SCRIPT.match(p) or p in NOT_FILES:
+            for touch in ev.touches:
+                f = note(touch.path, ev.order)
+                if touch.action == "read":
+                    f.reads += 1
+                    continue
+                # Writing a whole file the session had already seen replaces it; it creates nothing,
+                # and touching it changes nothing worth a line.
+                seen = f.reads or f.in_output or f.verbs
+                if touch.via == "touch" and seen:
+                    continue
+                f.verbs.append("rewritten" if touch.action == "created" and seen else touch.action)
+                if touch.change:
+                    f.change = touch.change
+            # What the call names outside file contents it writes (here-documents, editor text);
+            # a sed or perl expression ("s/old/new/") is not a path.
+            named = [p for p in find_paths(shell_command(ev.text)) if not SUBSTITUTION.match(p)]
+            for p in dict.fromkeys(named + [t.path for t in ev.touches]):
+                if p in NOT_FILES:
                     continue
                 f = note(p, ev.order)
                 f.score += 3
@@ -306,11 +369,15 @@ def _path_facts(events: list[Event]) -> dict[str, _PathFacts]:
     return facts
 
 
-def _verbs_note(verbs: list[str]) -> str:
+def _verbs_note(verbs: list[str], change: str = "") -> str:
+    """"created, edited ×3: `old` → `new`": how the calls changed a file, then the last change shown."""
     counts: dict[str, int] = {}
     for v in verbs:
         counts[v] = counts.get(v, 0) + 1
-    return ", ".join(v if n == 1 else f"{v} ×{n}" for v, n in counts.items())
+    note = ", ".join(v if n == 1 else f"{v} ×{n}" for v, n in counts.items())
+    if not change:
+        return note
+    return f"{note} {change}" if change.startswith("→") else f"{note}: {change}"
 
 
 def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], list[Item], list[Item]]:
@@ -321,7 +388,8 @@ def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], li
     for key, f in facts.items():
         placeholder = PLACEHOLDER_PATH.search(f.shown) is not None
         if f.verbs:
-            edited.append(Item(f"{f.shown} ({_verbs_note(f.verbs)})", (4, len(f.verbs), -f.first), 0, key=key))
+            edited.append(Item(f"{f.shown} ({_verbs_note(f.verbs, f.change)})", (4, len(f.verbs), -f.first), 0,
+                               key=key))
         elif f.reads and not placeholder:
             note = f" (×{f.reads})" if f.reads > 1 else ""
             read.append(Item(f.shown + note, (3, f.reads, f.score, -f.first), 0, key=key))
@@ -363,7 +431,29 @@ class _ErrorSeen:
     signature: str | None = None  # the last command that failed with it
 
 
-_ERROR_SUFFIX = re.compile(r" \((?:after|in) `([^`]*)`(?:, ×\d+)?\)$")
+_ERROR_SUFFIX = re.compile(r" \((?:after|in) `([^`]*)`(?:, ×\d+)?(?:; fix: [^()]*)?\)$")
+# Programs that only look: a run of one of them between a failure and its fix fixed nothing.
+_LOOKING_PROGRAMS = frozenset("cat head tail less more grep egrep rg ls find tree sed awk wc diff git echo pwd "
+                              "which file stat nl sort".split())
+
+
+def _fix_action(calls: list[Event], after: int, before: int, failing: str) -> str | None:
+    """What fixed an error seen at ``after`` that the run at ``before`` no longer shows: the
+    last file change in between ("edited `x.py`"), else the last other command that did
+    something (``pip install pytz``); None when the same command simply passed again."""
+    # calls that failed fixed nothing
+    between = [c for c in calls if after < c.order < before and not (c.result is not None and c.result.outcome()[0])]
+    for c in reversed(between):
+        changed = [t for t in c.touches if t.action != "read"]
+        if changed:
+            t = changed[-1]
+            return f"{t.action} `{t.path}`"
+    for c in reversed(between):
+        sig = call_signature(c.name or "", c.text)
+        words = sig.split()
+        if sig != failing and words and words[0] not in _LOOKING_PROGRAMS and not c.touches:
+            return f"`{squash(sig, 8)}`"
+    return None
 
 
 def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Item]]:
@@ -378,7 +468,7 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         failed, outcome = (False, "no result yet") if ev.result is None else ev.result.outcome()
         if ev.result is not None and not failed:
             last_success[call_signature(ev.name or "", ev.text)] = ev.order
-        edit = ev.changes()[0]
+        edit = ev.changes_files()
         if failed:
             # A failure with an error message beats a bare non-zero status (grep finding nothing).
             tier = 3 if ":" in outcome else 1.5
@@ -391,10 +481,12 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         if ev.kind not in ("result", "user"):
             continue
         failed = ev.kind == "result" and ev.outcome()[0]
-        lines = ev.exceptions()
+        lines = [ln for ln in ev.exceptions() if not RESULT_LINE.match(ln)]
         if failed and not lines:
+            # A test run names the tests that failed; its closing tally is a result, not an error.
+            lines = TEST_FAILURE.findall(ev.scan_text()[-20000:])[-3:]
             last = last_meaningful_line(ev.scan_text())
-            if last and not EXIT_STATUS.search(last):
+            if not lines and last and not EXIT_STATUS.search(last) and not RESULT_LINE.match(last):
                 lines = [last]
         signature = call_signature(ev.call.name or "", ev.call.text) if ev.kind == "result" and ev.call else None
         for line in lines:
@@ -413,7 +505,10 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         if line in errors:
             continue   # seen again: judged afresh below
         if text.startswith("Open:") and m and m.group(1) in last_success:
+            fix = _fix_action(calls, -1, last_success[m.group(1)], m.group(1))
             text = "Fixed:" + text[len("Open:"):]
+            if fix and text.endswith(")"):
+                text = text[:-1] + f"; fix: {fix})"
         elif not text.startswith(("Open:", "Fixed:")):
             text = "Open: " + text
         err_items.append(Item(text, (2 if text.startswith("Open:") else 1, -k), -1000 + k, key=line))
@@ -421,7 +516,12 @@ def _commands(events: list[Event], prev: Previous) -> tuple[list[Item], list[Ite
         sig = seen.signature
         fixed = sig is not None and last_success.get(sig, -1) > seen.last
         count = f", ×{seen.count}" if seen.count > 1 else ""
-        suffix = f" ({'after' if fixed else 'in'} `{sig}`{count})" if sig else (f" (×{seen.count})" if count else "")
+        if fixed and sig is not None:
+            # Fixed by the last change made between the failure and the run that passed.
+            fix = _fix_action(calls, seen.last, last_success[sig], sig)
+            suffix = f" (in `{sig}`{count}; fix: {fix})" if fix else f" (after `{sig}`{count})"
+        else:
+            suffix = f" (in `{sig}`{count})" if sig else (f" (×{seen.count})" if count else "")
         status = "Fixed: " if fixed else "Open: "
         # Open errors are what the agent still has to deal with: they are kept first.
         err_items.append(Item(status + line + suffix, (seen.rank + (0 if fixed else 1), seen.last), seen.first,
@@ -482,24 +582,53 @@ def _state(events: list[Event], prev: Previous, plan: str | None) -> list[Item]:
     return items
 
 
-def _next_step(events: list[Event], prev: Previous) -> tuple[list[Item], str | None]:
+# Words that carry no content of their own in a stated intention: "Let's try this." and
+# "Let's check if there are other occurrences." say nothing the agent could resume from.
+_FILLER_WORDS = frozenset(
+    "let let's lets me us i i'll i'm will would shall now then next first also just again still once more "
+    "the a an this that these those it its it's if whether there here are is was be been being to of for on in "
+    "at by with from into out up some any other others all what which see check try look run do does make sure "
+    "we we'll our can could need needs should going am go and or so okay ok great good fine now, alright well "
+    "thing things something anything everything approach way issue problem change changes works work working "
+    "correctly properly one ones occurrences case cases result results output again. further quickly "
+    "verify confirm test implement fix apply proceed continue start".split())
+_CONCRETE_KINDS: tuple[Kind, ...] = ("code", "path", "url", "error", "quoted", "number_unit", "hex_id")
+
+
+def _concrete(plan: str) -> bool:
+    """A plan names what it acts on: an identifier, a quoted piece, or three content words."""
+    if "`" in plan or any(text_identifiers(plan)[k] for k in _CONCRETE_KINDS):
+        return True
+    words = [w.strip(".,:;!?()\"'").lower() for w in plan.split()]
+    return sum(1 for w in words if w and w not in _FILLER_WORDS) >= 3
+
+
+def _next_step(events: list[Event], prev: Previous, boiler: set[int]) -> tuple[list[Item], str | None]:
     """(items, the plan sentence as the last agent message says it, if the step is one): the
-    request the agent has not answered yet, else the agent's last stated plan."""
-    last_user = next((i for i in range(len(events) - 1, -1, -1)
-                      if events[i].kind == "user" and events[i].text and not NOTE.match(events[i].text)), None)
-    if last_user is not None and not any(e.kind in ("assistant", "call") for e in events[last_user + 1:]):
-        return [Item("Unanswered request: " + squash(events[last_user].text, 60), (3,), 0)], None
-    last_text = True
-    for ev in reversed(events):
-        if ev.kind != "assistant" or not ev.text:
-            continue
+    pending tool call, else a request the agent has not answered yet, else the agent's last
+    stated intention that names what it acts on, else the open request."""
+    last_call = next((e for e in reversed(events) if e.kind == "call"), None)
+    if last_call is not None and last_call.result is None and events[-1].kind in ("call", "assistant"):
+        return [Item("Pending call: " + describe_call(last_call.name or "tool", last_call.text), (3,), 0)], None
+    users = [e for e in events if e.kind == "user" and e.text and e.order not in boiler and not e.preserved]
+    last_user = users[-1] if users else None
+    if last_user is not None and not any(e.kind in ("assistant", "call") for e in events[last_user.order + 1:]):
+        return [Item("Unanswered request: " + squash(last_user.text, 60), (3,), 0)], None
+    since = last_user.order if last_user is not None else -1
+    agents = [e for e in events if e.kind == "assistant" and e.text and e.order > since]
+    for k, ev in enumerate(reversed(agents[-3:])):
         plans = [_clean_sentence(s) for s in ev.sentences() if PLAN.found_in(s)]
-        plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))]
+        plans = [p for p in plans if count_words(p, stop_at=4) >= 3 and not p.startswith(("```", "$ "))
+                 and _concrete(p)]
         if plans:
             plan = plans[-1]
             shown = plan[:-1] + "." if plan.endswith(":") else plan
-            return [Item("Plan: " + squash(shown, 45), (2,), 0)], plan if last_text else None
-        last_text = False
+            return [Item("Plan: " + squash(shown, 45), (2,), 0)], plan if k == 0 else None
+    if last_user is not None:
+        # the task itself is shown (or pointed to) under the task: not repeated here
+        task = last_user is users[0] and "Task:" not in " ".join(prev.get("Task and constraints", []))
+        line = OPEN_TASK if task else "Open request: " + squash(_task_text(last_user.text), 30)
+        return [Item(line, (2,), 0)], None
     return [Item(t, (1,), k) for k, t in enumerate(prev.get("Next step", []))], None
 
 
@@ -531,7 +660,7 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
             low = ident.lower()
             if PLACEHOLDER_PATH.search(ident) and ("/" in ident or "." in ident or " " in ident):
                 continue   # "/path/to/dir", "git diff -- path/to/file1": examples, not names of this session
-            if path_key(ident) in instruction_paths or SED_SCRIPT.match(ident):
+            if path_key(ident) in instruction_paths or SUBSTITUTION.match(ident):
                 continue
             if ev.kind != "user":
                 agent_used.add(low)

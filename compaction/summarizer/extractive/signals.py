@@ -2,9 +2,8 @@
 
 Each detector is a regular expression or a small scan over text, linear in its size:
 
-- the files a tool call changes and how (:func:`file_changes`: editor tools, shell
-  redirections, ``sed -i``, ``cp``, ``apply_patch``...) and those it only reads
-  (:func:`read_paths`); paths and URLs in text are found by
+- the shell text of a call (:func:`shell_command`); what a call does to files is read by
+  :mod:`.file_ops`; paths and URLs in text are found by
   :func:`compaction.identifiers.find_paths`, the rule the retention score uses too;
 - placeholder paths of instructions and examples (``PLACEHOLDER_PATH``);
 - what a call runs, so two runs of one command can be compared (:func:`call_signature`);
@@ -23,42 +22,15 @@ from functools import cache, lru_cache
 from typing import Any
 
 from ... import jsontext
-from ...identifiers import clean_path, find_paths
 from ...locales import available, section
 from .words import squash
 
-_EXT_TAIL = re.compile(r"\.[A-Za-z0-9]{1,10}$")
-
-# What a tool call changes. Tools named like editors change the path in their arguments;
-# shell commands change the targets of redirections, sed -i, tee, cp/mv, touch, rm, mkdir.
-_EDITOR_TOOL = re.compile(r"write|edit|create|replace|insert|patch|apply|append|delete|remove|save|notebook", re.I)
-_CREATING_TOOL = re.compile(r"write|create|save", re.I)
 _EDITOR_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target", "target_file", "dest")
-Verb = str   # "created", "edited", "deleted", "copied": how a call changed a file
-_SHELL_TARGETS: list[tuple[re.Pattern[str], Verb]] = [
-    (re.compile(r"(?<![<>&0-9])>{1,2}\s*([^\s;&|<>()'\"]+)"), "written"),
-    (re.compile(r"\btee\s+(?:-a\s+)?([^\s;&|<>]+)"), "written"),
-    (re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)"), "edited"),
-    (re.compile(r"\b(?:cp|mv)\s+(?:-\w+\s+)*[^\s;&|<>]+\s+([^\s;&|<>]+)"), "copied"),
-    (re.compile(r"\bmkdir\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "created"),
-    (re.compile(r"\b(?:touch|truncate)\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "touched"),
-    (re.compile(r"\brm\s+(?:-\w+\s+)*([^\s;&|<>]+)"), "deleted"),
-    (re.compile(r"\bgit\s+(?:apply|am)\b|\bpatch\s+-p\d|\bapply_patch\b"), "patched"),
-    (re.compile(r"^(?:edit\s+\d+:\d+|create\s+([^\s;&|<>]+))", re.MULTILINE), "edited"),  # SWE-agent's editor
-]
-# apply_patch envelopes name their files in the patch text itself.
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S+)|^\+\+\+ b/(\S+)", re.MULTILINE)
 _HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n.*?\n\2[ \t]*(?=\n|$)", re.DOTALL)
-NOT_FILES = ("/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2")
-# The "command" of editor-style tools (str_replace_editor and kin) that writes the file in "path".
+# The "command" of editor-style tools (str_replace_editor and kin) that writes or reads the file in "path".
 _EDITOR_COMMANDS = ("create", "str_replace", "insert", "write", "edit", "undo_edit", "append")
 _READ_COMMANDS = ("view", "read", "open", "show")
-# Shell programs that read the files they name (and change nothing).
-_READERS = frozenset("cat head tail less more nl sed grep egrep rg ag wc diff cmp file stat ls find tree "
-                     "awk sort uniq view open".split())
-_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-_READ_TOOL = re.compile(r"read|view|open|cat|show|get_file|grep|search|glob|find|list|ls", re.I)
 
 
 # Several detectors in a row (what a call changes, reads, runs...) start from the same call's
@@ -90,61 +62,6 @@ def shell_command(args: str) -> str:
     return _HEREDOC.sub(r"\1", command[:20000])
 
 
-def file_changes(name: str, args: str) -> tuple[bool, list[tuple[str, Verb]]]:
-    """(does the call change files?, [(path, how)]) for a tool call."""
-    obj = _json_object(args)
-    if _EDITOR_TOOL.search(name or ""):
-        verb = "created" if _CREATING_TOOL.search(name) else "edited"
-        paths = _strings(obj, _EDITOR_KEYS) if obj else []
-        found = [(p, verb) for p in paths if clean_path(p, named=True)]
-        patch_text = next(iter(_strings(obj, ("patch", "input", "diff"))), "") if obj else args
-        found += [(p, "patched") for m in _PATCH_FILE.finditer(patch_text[:200000])
-                  if (p := m.group(1) or m.group(2)) and clean_path(p, named=True)]
-        return True, found
-    if obj is not None and obj.get("command") in _EDITOR_COMMANDS:
-        verb = "created" if obj.get("command") == "create" else "edited"
-        return True, [(p, verb) for p in _strings(obj, _EDITOR_KEYS) if clean_path(p, named=True)]
-    raw = args if obj is None else next(iter(_strings(obj, ("command", "cmd", "script"))), "")
-    command = shell_command(args)
-    targets: list[tuple[str, Verb]] = []
-    edits = False
-    for rx, verb in _SHELL_TARGETS:
-        for m in rx.finditer(command):
-            edits = True
-            if m.groups() and m.group(1):
-                p = clean_path(m.group(1).strip("'\""), named=True)
-                if p and p not in NOT_FILES and ("/" in p or _EXT_TAIL.search(p)) and p not in (t for t, _ in targets):
-                    # "cat > x <<EOF" writes the whole file: that creates it (or replaces it).
-                    targets.append((p, "created" if verb == "written" and "<<" in command else verb))
-    if "apply_patch" in command or "*** Begin Patch" in raw[:2000]:
-        targets += [(p, "patched") for m in _PATCH_FILE.finditer(raw[:200000])
-                    if (p := m.group(1) or m.group(2)) and clean_path(p, named=True)]
-    return edits, targets
-
-
-def read_paths(name: str, args: str) -> list[str]:
-    """Paths a tool call reads without changing them: an editor's ``view``, a read-like tool's
-    path argument, or the files named by ``cat``/``grep``/``sed -n``... in a shell command.
-    Quoted text (search patterns, sed scripts) is not read as a path."""
-    obj = _json_object(args)
-    if obj is not None:
-        cmd = obj.get("command")
-        named = [p for p in _strings(obj, _EDITOR_KEYS) if clean_path(p, named=True)]
-        if named and (cmd in _READ_COMMANDS or (_READ_TOOL.search(name or "") and not isinstance(cmd, str))):
-            return named
-    if _EDITOR_TOOL.search(name or ""):
-        return []
-    found: list[str] = []
-    for segment in _SEGMENT.split(_QUOTED.sub(" ", shell_command(args))):
-        words = segment.split()
-        if not words or words[0] not in _READERS or (words[0] == "sed" and any(w.startswith("-i") for w in words)):
-            continue
-        for p in find_paths(" ".join(words[1:])):
-            if p not in found and p not in NOT_FILES:
-                found.append(p)
-    return found
-
-
 _CD = re.compile(r"^\s*cd\s+\S+\s*$")
 _REDIRECT = re.compile(r"\s*\d?>&?\d?\s*\S*$|\s*2>&1")
 
@@ -167,8 +84,8 @@ def call_signature(name: str, args: str) -> str:
     return name
 
 
-# A sed or perl substitution written without quotes ("s/old/new/g") looks like a path.
-SED_SCRIPT = re.compile(r"^[sy]/[^/]*/[^/]*/[gimpe0-9]*$")
+# A sed or perl substitution ("s/old/new/g", or its start "s/self.config.x") looks like a path.
+SUBSTITUTION = re.compile(r"^[sy]/")
 
 # Paths that only stand for a path in instructions or examples ("/path/to/working/dir",
 # "path/to/file1", "filename.py", "your_script.py"): never a file of this session.
@@ -185,6 +102,17 @@ _EXC_LINE = re.compile(
     r"NotFound|Invalid|Configured))\b(?::[ \t]*([^\n]*))?[ \t]*$",
     re.MULTILINE)
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)
+# A test runner's closing tally ("==== 1 failed, 3 passed in 0.18s ====", "Ran 4 tests in
+# 0.01s", "FAILED (failures=1)", "Tests: 1 failed, 2 passed", "test result: FAILED."): the
+# result of a run, never an error of its own.
+RESULT_LINE = re.compile(
+    r"^[=\-_ ]*(?:\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)\b[^\n]*"
+    r"|no tests ran\b[^\n]*)\bin [\d.]+\s*(?:s|sec|seconds)\b[^\n]*$"
+    r"|^Ran \d+ tests? in [\d.]+s$|^(?:FAILED|OK) \([^)\n]*\)$|^OK$"
+    r"|^Tests?:\s+\d+ (?:failed|passed)[^\n]*$|^test result: (?:FAILED|ok)\.[^\n]*$"
+    r"|^(?:FAIL|ok)\s+\S+\s+[\d.]+s$", re.I)
+# The short summary lines of a test run that name the test that failed.
+TEST_FAILURE = re.compile(r"^(?:FAILED|ERROR) \S+::\S+[^\n]*|^(?:FAIL|ERROR): \w+ \([^)\n]+\)[^\n]*", re.M)
 _FAIL_LINE = re.compile(r"^(?:FAILED|FAIL:|ERROR:|error:|fatal:|Error:|npm ERR!|panic:)[^\n]*", re.MULTILINE)
 
 
@@ -233,6 +161,18 @@ LOOKING = re.compile(
     r"read|open|inspect|investigate|verify|test|try|look at|check out|take a look)\b",
     re.I)
 NOTE = re.compile(r"^\[[^\]\n]{0,200}\]$")
+# What an agent harness writes into the user turn on its own: format reminders, tool-call
+# error notices, IDE and local-command wrappers. Never a request of the user's.
+HARNESS = re.compile(
+    r"^\s*(?:Please always provide EXACTLY ONE action"
+    r"|Please (?:always )?(?:format|provide|use|include|make sure)\b[^\n]{0,160}?"
+    r"\b(?:actions?|format(?:ted)?|backticks|tool calls?|function calls?|THOUGHT)\b"
+    r"|Your (?:last |previous )?(?:output|response|reply|message) (?:was not|did not|didn't|must|should|has to)"
+    r"|Tool call error\b|No (?:tool|function) calls? (?:found|detected)"
+    r"|You (?:must|should) (?:always )?(?:call|use|provide) (?:a|one|exactly one) (?:tool|action)"
+    r"|<local-command-(?:caveat|stdout|stderr)>|<ide_(?:opened_file|selection)>|<system-reminder>"
+    r"|Caveat: The messages below were generated)",
+    re.I)
 BULLET = re.compile(r"^(?:[-*•>]+|\d{1,3}[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 # The same cuts in a text without "。！？": each starts with a whitespace character, and a

@@ -2,6 +2,8 @@
 them to the word budget, render them in the policy's language."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .budget import NAMES_SHARE, fit, pack_names, render, word_budget
 from .language import parse_previous, words_of
 from .sections import NAMES, build_sections
@@ -13,12 +15,15 @@ _MIN_ROOM = 8   # with no more words than this after the header line, the header
 
 
 def summarize_text(conversation: str, previous_summary: str | None = None, max_words: int | None = None,
-                   language: str = "en") -> str:
-    """The extractive summary of a rendered transcript (see :mod:`compaction.summarizer.extractive`)."""
+                   language: str = "en", kept_verbatim: Iterable[str] = ()) -> str:
+    """The extractive summary of a rendered transcript (see :mod:`compaction.summarizer.extractive`).
+    ``kept_verbatim``: user messages as the context keeps them word for word after the summary
+    (a long one may be kept in part); the summary points to the task instead of repeating it,
+    and leaves out constraints those texts already hold."""
     budget = word_budget(max_words, conversation, previous_summary)
     events = parse_transcript(conversation)
     previous, ours = parse_previous(previous_summary) if previous_summary else ({}, False)
-    sections = build_sections(events, previous_summary, previous if ours else None)
+    sections = build_sections(events, previous_summary, previous if ours else None, tuple(kept_verbatim))
 
     n_user = sum(1 for e in events if e.kind == "user")
     n_agent = sum(1 for e in events if e.kind == "assistant")

@@ -2,8 +2,8 @@
 
 The transcript is read in the format of :mod:`compaction.summarizer.render`
 (``[user]: ...``, ``[Called tool: name with args: ...]``, ``[name returned: ...]``).
-Each result is paired with the call it answers, and the detectors of :mod:`.signals`
-run at most once per event.
+Each result is paired with the call it answers, each call carries what it did to files
+(:mod:`.file_ops`), and the detectors of :mod:`.signals` run at most once per event.
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from functools import cache
 from typing import Literal
 
 from ... import locales
-from .signals import Verb, exception_lines, file_changes, outcome_of, sentences
+from .file_ops import CHANGING, FileTracker, Touch
+from .signals import exception_lines, outcome_of, sentences
 
 EventKind = Literal["user", "assistant", "system", "call", "result"]
 
@@ -41,7 +42,8 @@ class Event:
     name: str | None = None
     call: Event | None = None      # for results: the call they answer
     result: Event | None = None    # for calls: their result
-    _changes: tuple[bool, list[tuple[str, Verb]]] | None = field(default=None, repr=False, compare=False)
+    touches: list[Touch] = field(default_factory=list)   # for calls: what they did to files (see .file_ops)
+    preserved: bool = False        # for users: a copy the engine re-inserted after an earlier summary
     _outcome: tuple[bool, str] | None = field(default=None, repr=False, compare=False)
     _exceptions: list[str] | None = field(default=None, repr=False, compare=False)
     _sentences: list[str] | None = field(default=None, repr=False, compare=False)
@@ -51,16 +53,9 @@ class Event:
         t = self.text
         return t if len(t) <= 400_000 else t[:200_000] + "\n" + t[-200_000:]
 
-    def file_changes(self) -> tuple[bool, list[tuple[str, Verb]]]:
-        """(does this call change files?, [(path, how)]); shared, do not change the list."""
-        if self._changes is None:
-            self._changes = file_changes(self.name or "", self.text)
-        return self._changes
-
-    def changes(self) -> tuple[bool, list[str]]:
-        """(does this call change files?, the paths it changes)."""
-        edits, found = self.file_changes()
-        return edits, [p for p, _ in found]
+    def changes_files(self) -> bool:
+        """Did this call create, edit, delete or move a file?"""
+        return any(t.action in CHANGING for t in self.touches)
 
     def sentences(self) -> list[str]:
         """The sentences of the text's first :data:`SENTENCE_CHARS` characters, split once for
@@ -93,13 +88,13 @@ def _preserved_markers() -> tuple[str, ...]:
     return tuple(locales.texts(code)["preserved_marker"] for code in locales.available())
 
 
-def _without_marker(body: str) -> str:
-    """A re-inserted user message minus the engine's own "kept from before the summary" line:
-    the summary reads the user's words, not the engine's label on them."""
+def _without_marker(body: str) -> tuple[str, bool]:
+    """A re-inserted user message minus the engine's own "kept from before the summary" line
+    (the summary reads the user's words, not the engine's label on them), and whether it had it."""
     for marker in _preserved_markers():
         if body.startswith(marker):
-            return body[len(marker):].lstrip()
-    return body
+            return body[len(marker):].lstrip(), True
+    return body, False
 
 
 def parse_transcript(text: str) -> list[Event]:
@@ -113,7 +108,8 @@ def parse_transcript(text: str) -> list[Event]:
         order = len(events)
         if m.group("role"):
             role = _ROLES[m.group("role")]
-            events.append(Event(role, _without_marker(body.strip()) if role == "user" else body.strip(), order))
+            said, preserved = _without_marker(body.strip()) if role == "user" else (body.strip(), False)
+            events.append(Event(role, said, order, preserved=preserved))
         elif m.group("call"):
             ev = Event("call", _strip_bracket(body).strip(), order, name=m.group("call"))
             events.append(ev)
@@ -132,4 +128,13 @@ def parse_transcript(text: str) -> list[Event]:
             if ev.call is not None:
                 ev.call.result = ev
             events.append(ev)
+    # What each call did to files, in call order: SWE-agent's editor acts on the file opened
+    # last, and a patch or script the span wrote is read when it is applied or run.
+    tracker = FileTracker()
+    for ev in events:
+        if ev.kind == "call":
+            failed = ev.result is not None and ev.result.outcome()[0]
+            ev.touches = tracker.touches(ev.name or "", ev.text, failed)
+            if ev.result is not None and not failed:
+                tracker.saw(ev.touches, ev.result.text)
     return events
