@@ -55,8 +55,9 @@ def _identity(name: str, fast: bool) -> dict:
 
 def _conversation(oai, llm_server, name: str, fast: bool, turns: int, edit_at: int | None = None) -> list[dict]:
     """A tool-using agent loop of ``turns`` requests, each resending the whole input with the
-    new items; at turn 12, after a text answer, the client adds a function call of its own
-    (it joins the assistant turn the last request ended with). ``edit_at``: that turn's
+    new items; after turn 12's text answer the client asks again with nothing new, so the
+    next input ends with that answer and the function call answering it joins that
+    assistant turn (across what the last input held). ``edit_at``: that turn's
     input changes one character of the first user message (same length)."""
     items: list[dict] = [{"role": "user", "content": "Look at module 3 and tell me what it does."}]
     for turn in range(turns):
@@ -70,10 +71,7 @@ def _conversation(oai, llm_server, name: str, fast: bool, turns: int, edit_at: i
         calls = [o for o in out.output if o.type == "function_call"]
         for call in calls:
             items.append({"type": "function_call_output", "call_id": call.call_id, "output": f"contents of {call.arguments}"})
-        if not calls and turn == 12:
-            items += [{"type": "function_call", "call_id": "own_1", "name": "read_file", "arguments": '{"path": "x"}'},
-                      {"type": "function_call_output", "call_id": "own_1", "output": "x holds nothing"}]
-        elif not calls:
+        if not calls and turn != 12:
             items.append({"role": "user", "content": f"Go on ({turn})."})
     return items
 
@@ -103,8 +101,8 @@ def test_thirty_function_calling_turns_store_what_the_whole_conversion_stores(ga
     assert sum(len(s[2]) for s in stored_short) > 90
     assert stored_short == stored_whole
     assert sent_short == sent_whole
-    # turn 12's own function call joined the assistant turn before it, on both paths: the
-    # history changed there, so both forked at the same message with the same reason
+    # turn 13's function call joined the answer the input before it ended with, on both
+    # paths: the stored reply changed there, so both forked at the same message, same reason
     assert len(stored_short) == 2 and "regenerated" in stored_short[1][1]
 
 
