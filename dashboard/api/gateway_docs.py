@@ -9,7 +9,7 @@ endpoints' own lists. A new endpoint is one more entry of ``ENDPOINTS``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -173,6 +173,110 @@ class Compaction(_Open):
     usage: ResponsesUsage
 
 
+# -- POST /v1/responses -----------------------------------------------------------------------------
+
+class FunctionToolDef(_Closed):
+    """A function tool in the Responses form (hosted tools such as ``web_search`` are refused)."""
+
+    type: Literal["function"]
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = Field(None, description="A JSON Schema of the arguments.")
+    strict: bool | None = None
+
+
+class CompactionEntry(_Closed):
+    type: Literal["compaction"]
+    compact_threshold: int | None = Field(
+        None, ge=1, description="Input tokens above which the conversation is compacted before this call.")
+
+
+class ResponseCreateRequest(_Closed):
+    """OpenAI's Responses request, answered through the operator's upstream in its
+    chat-completions form. ``input`` may be left out when ``previous_response_id`` is given."""
+
+    model: str = Field(description="A model the operator's upstream serves (as on chat completions).")
+    input: str | list[dict[str, Any]] | None = Field(
+        None, description="Text, or items: messages (input_text, output_text, input_image parts), function_call, "
+                          "function_call_output, reasoning (dropped: the upstream gets none), and compaction items "
+                          "this gateway returned, which stand for the stored messages they replaced.")
+    instructions: str | None = Field(None, description="Sent first, as the system message.")
+    previous_response_id: str | None = Field(
+        None, max_length=64, description="A response of this project: its history comes before this input.")
+    stream: bool | None = None
+    stream_options: dict[str, Any] | None = Field(None, description="include_obfuscation only, with stream: true.")
+    tools: list[FunctionToolDef] | None = None
+    tool_choice: str | dict[str, Any] | None = Field(
+        None, description="none, auto, required, or {\"type\": \"function\", \"name\": ...} naming a given tool.")
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(None, ge=1, description="Forwarded as max_tokens.")
+    temperature: Number | None = Field(None, ge=0, le=2)
+    top_p: Number | None = Field(None, ge=0, le=1)
+    text: dict[str, Any] | None = Field(None, description="text.format (text, json_object, json_schema), forwarded "
+                                                          "as response_format.")
+    reasoning: dict[str, Any] | None = Field(None, description="reasoning.effort, forwarded as reasoning_effort.")
+    include: list[Literal["reasoning.encrypted_content"]] | None = Field(
+        None, description="Accepted (no reasoning item is produced).")
+    metadata: dict[str, str] | None = Field(None, description="metadata.session_id names the session.")
+    user: str | None = Field(None, description="Names the session when no X-Session-Id or metadata.session_id does.")
+    store: bool | None = Field(None, description="Accepted: every conversation is kept as a session.")
+    truncation: Literal["auto", "disabled"] | None = Field(
+        None, description="Accepted: the gateway compacts instead of truncating.")
+    context_management: list[CompactionEntry] | None = Field(
+        None, description="A compaction entry: its compact_threshold is the policy's trigger for this request, and "
+                          "the output starts with a readable compaction item when a compaction ran.")
+    prompt_cache_key: Any = Field(None, description="Accepted and ignored (a setting of OpenAI's own servers).")
+    prompt_cache_retention: Any = Field(None, description="Accepted and ignored.")
+    prompt_cache_options: Any = Field(None, description="Accepted and ignored.")
+    service_tier: Any = Field(None, description="Accepted and ignored.")
+
+
+class OutputText(_Open):
+    type: Literal["output_text"]
+    text: str
+
+
+class OutputMessage(_Open):
+    type: Literal["message"]
+    id: str
+    role: Literal["assistant"]
+    status: str
+    content: list[OutputText]
+
+
+class FunctionCallItem(_Open):
+    type: Literal["function_call"]
+    id: str
+    call_id: str
+    name: str
+    arguments: str = Field(description="The arguments as JSON text.")
+    status: str
+
+
+class CompactionItem(_Open):
+    """What a compaction replaced, readable; sent back as input, it stands for those messages."""
+
+    type: Literal["compaction"]
+    id: str
+    summary: str
+    encrypted_content: str = Field(description="The summary again (what OpenAI's SDKs keep and send back).")
+    archive: dict[str, Any] = Field(description="The session, the run, and the archive entries it replaced.")
+
+
+class Response(_Open):
+    """The ``response`` object (``stream: true``: its events, ending with ``response.completed``)."""
+
+    id: str
+    object: Literal["response"]
+    created_at: int
+    model: str
+    status: Literal["completed", "incomplete", "in_progress", "failed"]
+    output: list[Annotated[OutputMessage | FunctionCallItem | CompactionItem, Field(discriminator="type")]]
+    error: dict[str, Any] | None
+    incomplete_details: dict[str, Any] | None
+    usage: ResponsesUsage | None
+
+
 # -- Anthropic messages -------------------------------------------------------------------------------
 
 class AnthropicMessage(_Open):
@@ -261,6 +365,15 @@ ENDPOINTS: list[Endpoint] = [
              "OpenAI's chat completions: the new messages are stored, the policy runs, the live context is forwarded.",
              ChatCompletionRequest, ChatCompletion, OpenAIError,
              "`data:` events of `chat.completion.chunk` objects, then `data: [DONE]`",
+             [{"BearerKey": []}]),
+    Endpoint("/v1/responses", "gateway_responses_create", "Response through the gateway",
+             "OpenAI's Responses API for any upstream: the input items (or a previous response's history and the new "
+             "input) are stored, the policy runs (or the request's context_management threshold), and the live "
+             "context goes upstream in chat-completions form.",
+             ResponseCreateRequest, Response, OpenAIError,
+             "named events: response.created, response.in_progress, response.output_item.added, "
+             "response.output_text.delta, response.function_call_arguments.delta, response.output_item.done, "
+             "response.completed; an error event when the upstream fails mid-stream",
              [{"BearerKey": []}]),
     Endpoint("/v1/responses/compact", "gateway_responses_compact", "Compact a conversation now",
              "OpenAI's standalone compaction: the items are stored and a forced run compacts the live context.",

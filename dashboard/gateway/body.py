@@ -199,11 +199,13 @@ def _resume(text: str, data: bytes, start: int, hint: Hint) -> tuple[RawMessages
     return raw, Skipped(text, start, hint.length, hint.count), after, i + 1
 
 
-def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
-    """``json.loads(data)`` for a body that is an object, plus where its ``messages`` array
-    lies. Every value is decoded by the C scanner json.loads uses (through jsontext, which
-    refuses NaN and infinities); only the top level is stepped through here. With a ``hint`` the array matches, the messages it covers are
-    skipped (``obj["messages"]`` holds those after them)."""
+def _walk(data: bytes, hint: Hint | None = None, array: str = "messages"
+          ) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
+    """``json.loads(data)`` for a body that is an object, plus where its ``array`` (``messages``,
+    or a Responses body's ``input``) lies. Every value is decoded by the C scanner json.loads uses (through jsontext, which
+    refuses NaN and infinities); only the top level is stepped through here. With a ``hint``
+    the array matches, the elements it covers are skipped (``obj[array]`` holds those after
+    them)."""
     text = data.decode("utf-8")
     skipped: Skipped | None = None
     i = _WS.match(text, 0).end()  # type: ignore[union-attr]
@@ -220,12 +222,12 @@ def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMes
         _expect(text, i, ":")
         i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
         start = i
-        resumed = _resume(text, data, i, hint) if key == "messages" and hint is not None else None
+        resumed = _resume(text, data, i, hint) if key == array and hint is not None else None
         if resumed is not None:
             raw, skipped, obj[key], i = resumed
         else:
             obj[key], i = jsontext.raw_decode(text, i)
-        if key == "messages" and resumed is None:
+        if key == array and resumed is None:
             skipped = None
             raw = None
             if isinstance(obj[key], list) and obj[key]:
@@ -243,13 +245,13 @@ def _walk(data: bytes, hint: Hint | None = None) -> tuple[dict[str, Any], RawMes
     return obj, raw, skipped
 
 
-def json_object_with_spans(data: bytes, hint: Hint | None = None
+def json_object_with_spans(data: bytes, hint: Hint | None = None, array: str = "messages"
                            ) -> tuple[dict[str, Any], RawMessages | None, Skipped | None]:
-    """The body as a JSON object and, when it is plain UTF-8 JSON, where its messages lie
-    (and what of them ``hint`` let it skip); anything the walk does not take goes through
+    """The body as a JSON object and, when it is plain UTF-8 JSON, where its ``array`` lies
+    (and what of it ``hint`` let it skip); anything the walk does not take goes through
     ``json_object`` (the same errors as before)."""
     try:
-        return _walk(data, hint)
+        return _walk(data, hint, array)
     except (ValueError, RecursionError, IndexError):
         return json_object(data), None, None
 

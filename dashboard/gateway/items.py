@@ -116,11 +116,12 @@ def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
     return convert(items, 0, out)
 
 
-def convert(items: list[Any], start: int, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``items[start:]`` appended to ``out`` as chat messages (errors name ``input[i]``)."""
+def convert(items: list[Any], start: int, out: list[dict[str, Any]], base: int = 0) -> list[dict[str, Any]]:
+    """``items[start:]`` appended to ``out`` as chat messages (errors name ``input[i]``, ``i``
+    counted from ``base``: the index of ``items[0]`` in the request's input)."""
     for i in range(start, len(items)):
         item = items[i]
-        where = f"input[{i}]"
+        where = f"input[{i + base}]"
         if not isinstance(item, dict):
             raise bad_request(f"{where}: each item is an object", param=where)
         kind = item.get("type") or ("message" if "role" in item else None)

@@ -34,7 +34,7 @@ from compaction import Policy
 from compaction.errors import SessionValidationError
 from compaction.messages import validate_tools
 
-from .body import json_object, model_name
+from .body import Hint, RawMessages, Skipped, json_object_with_spans, model_name
 from .errors import GatewayError, bad_request
 
 IGNORED = frozenset({"prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier"})
@@ -65,6 +65,18 @@ class ResponsesRequest:
     echo: dict[str, Any] = field(default_factory=dict)
     # the body's fields other than its input, as sent (the call's inspector page)
     fields: dict[str, Any] = field(default_factory=dict)
+    # where the ``input`` array lies in the body's text (None: not a list, or not plain JSON)
+    raw: RawMessages | None = None
+    # parsed with a hint the input matched: its first items left undecoded (``input`` holds
+    # the items after them; ``whole_input`` decodes all)
+    skipped: Skipped | None = None
+
+    def whole_input(self) -> Any:
+        """The whole ``input``, decoding the skipped items if any were."""
+        if self.skipped is not None:
+            self.input = self.skipped.decode() + self.input
+            self.skipped = None
+        return self.input
 
     def overrides(self, base: Policy) -> dict[str, Any] | None:
         """The policy overrides of this request's compaction entry, checked against ``base``."""
@@ -206,11 +218,12 @@ def _include(value: Any) -> None:
             raise bad_request(f"include[{i}]: {name!r} is not served by this gateway", param=f"include[{i}]")
 
 
-def parse(data: bytes) -> ResponsesRequest:
+def parse(data: bytes, hint: Hint | None = None) -> ResponsesRequest:
     """The checked body; a GatewayError (400) naming the field otherwise. The input items
-    are converted later (``responses_history``): a previous response or a compaction item
-    decides what they follow."""
-    body = json_object(data)
+    are converted later (``responses_history``, ``responses_input``): a previous response or
+    a compaction item decides what they follow. A ``hint`` the input array starts with
+    leaves the items it covers undecoded (``ResponsesRequest.skipped``)."""
+    body, raw, skipped = json_object_with_spans(data, hint, "input")
     unknown = sorted(set(body) - KNOWN)
     if unknown:
         raise bad_request(f"Unrecognized request argument supplied: {unknown[0]} (this gateway serves "
@@ -274,4 +287,5 @@ def parse(data: bytes) -> ResponsesRequest:
     return ResponsesRequest(model=model, input=body.get("input", []), instructions=instructions or None, stream=stream,
                             tools=tools, params=params, metadata=metadata, user=user, previous_response_id=previous,
                             compaction=compaction, compact_threshold=threshold, echo=echo,
-                            fields={k: v for k, v in body.items() if k != "input"})
+                            fields={k: v for k, v in body.items() if k != "input"},
+                            raw=raw if isinstance(body.get("input"), list) else None, skipped=skipped)

@@ -16,7 +16,6 @@ stands for). Without the entry, the project's policy decides as on the other end
 and the output carries no compaction item (a client that did not ask may not know one)."""
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -26,9 +25,9 @@ from typing import Any
 from ..models import Project
 from ..services.gateway_responses import keep_response, new_response_id
 from ..services.policies import project_policy
-from . import chat
+from . import chat, responses_input
 from . import responses_wire as wire
-from .body import ChatBody, RawMessages
+from .body import ChatBody
 from .errors import GatewayError, bad_request, project_gone
 from .items import compaction_item
 from .responses_body import ResponsesRequest
@@ -63,25 +62,25 @@ def _keep(prep: chat.Prepared, response_id: str, project: Project, reply: dict[s
                   position=prep.placement.gateway.stored_count, reply=reply)
 
 
-def _chat_body(req: ResponsesRequest, messages: list[dict[str, Any]]) -> ChatBody:
+def _chat_body(req: ResponsesRequest, converted: responses_input.Converted) -> ChatBody:
     """The request as the chat path takes it. Its messages go with a text of their own (their
     JSON array), which the session's identity compares to the last request's as it compares
     a chat request's body text: the part a stored history vouches for is neither validated
     nor digested again (a Responses client resends its whole input each turn, as a chat
     client does). The messages are validated there (``checked=0``), the rest as they are
-    placed."""
-    text = json.dumps(messages)
-    raw = RawMessages(text, 0, len(text) - 1, text.encode("ascii"))
-    return ChatBody(model=req.model, messages=messages, stream=req.stream, include_usage=True, tools=req.tools,
-                    metadata=req.metadata, params=req.params, user=req.user, raw=raw, checked=0)
+    placed. Messages converted from new items only come after the kept text of the others,
+    which stay undecoded unless the identity reads them (``body.Skipped``)."""
+    return ChatBody(model=req.model, messages=converted.messages, stream=req.stream, include_usage=True,
+                    tools=req.tools, metadata=req.metadata, params=req.params, user=req.user,
+                    raw=responses_input.chat_raw(converted), checked=0, skipped=converted.skipped)
 
 
-def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, Any]], session_header: str | None,
-             overrides: dict[str, Any] | None, started: float) -> chat.Prepared:
+def _prepare(project: Project, req: ResponsesRequest, converted: responses_input.Converted,
+             session_header: str | None, overrides: dict[str, Any] | None, started: float) -> chat.Prepared:
     """``chat.prepare`` (the one way this endpoint reaches the session identity), with a bad
     message named as part of the input."""
     try:
-        return chat.prepare(project, _chat_body(req, messages), session_header, overrides, endpoint=ENDPOINT,
+        return chat.prepare(project, _chat_body(req, converted), session_header, overrides, endpoint=ENDPOINT,
                             started=started, request_fields=req.fields)
     except GatewayError as exc:
         if exc.status != 400 or not exc.message.startswith("messages["):
@@ -96,13 +95,22 @@ def _prepare(project: Project, req: ResponsesRequest, messages: list[dict[str, A
                           f"{', field ' + field if field else ''}: {detail}", param="input") from None
 
 
+def _converted(project: Project, req: ResponsesRequest, session_header: str | None) -> responses_input.Converted:
+    """The request's whole history as chat messages: from its new items only when it resends
+    the identity's last input (``responses_input``), else from all of it (``history``)."""
+    converted = responses_input.resume(project.pk, session_header, req)
+    if converted is not None:
+        return converted
+    return responses_input.whole(history(project.pk, req.input, req.instructions, req.previous_response_id))
+
+
 def answer(project: Project, req: ResponsesRequest, session_header: str | None,
            started: float | None = None) -> Answer:
     """Run the request; a GatewayError before anything is sent (the view shapes it).
     ``started``: when the view began (the call's overhead counts from there: reading the
     items and putting the history together is work of this endpoint)."""
     started = started if started is not None else time.perf_counter()
-    messages = history(project.pk, req.input, req.instructions, req.previous_response_id)
+    converted = _converted(project, req, session_header)
     overrides = None
     if req.compact_threshold is not None:
         try:
@@ -110,7 +118,8 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
         except Project.DoesNotExist:
             raise project_gone() from None
         overrides = req.overrides(base)
-    prep = _prepare(project, req, messages, session_header, overrides, started)
+    prep = _prepare(project, req, converted, session_header, overrides, started)
+    responses_input.remember(project.pk, session_header, req, converted)
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 
 from ..api.auth import BearerKey
 from ..models import Project
-from . import chat, responses, responses_body
+from . import chat, responses, responses_body, responses_input
 from . import responses_create as create_flow
 from . import responses_wire as rwire
 from .body import parse
@@ -121,8 +121,9 @@ def responses_create(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
     started = time.perf_counter()
     try:
         project = _project(request)
-        req = responses_body.parse(request.body)
-        answer = create_flow.answer(project, req, request.headers.get("X-Session-Id"), started)
+        header = request.headers.get("X-Session-Id")
+        req = responses_body.parse(request.body, responses_input.hint(project.pk, header))
+        answer = create_flow.answer(project, req, header, started)
         prep = answer.prep
         if answer.response is not None:
             response: HttpResponse | StreamingHttpResponse = AnswerThen(answer.response,

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import anthropic
 import jsonschema
+import openai
 import pytest
 
-from dashboard.gateway import anthropic_messages, body, responses
+from dashboard.gateway import anthropic_messages, body, responses, responses_body
 from tests.service import test_gateway
 from tests.service.test_gateway import sdk
 from tests.support import gateway_writes
-from tests.support.llm_server import error, ok
+from tests.support.llm_server import error, ok, tool_call
 
 gateway = test_gateway.gateway  # the fixture: the scripted server as the operator's upstream
 
 SERVED = {"/v1/chat/completions": body.KNOWN, "/v1/responses/compact": responses.KNOWN,
+          "/v1/responses": responses_body.KNOWN,
           "/v1/messages": anthropic_messages.KNOWN}
 
 
@@ -86,6 +88,23 @@ def test_real_answers_and_refusals_match_the_documented_schemas(doc, gateway, pr
     items = [{"type": "message", "role": "user", "content": f"step {i}: " + "word " * 200} for i in range(10)]
     compacted = oai.responses.with_raw_response.compact(model="gpt-4o", input=items)
     _check(doc, "/v1/responses/compact", "200", compacted.http_response.json())
+
+    llm_server.script(ok("", tool_calls=[tool_call("read_file", {"path": "a.py"}, "call_1")]))
+    tools = [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]
+    called = oai.responses.with_raw_response.create(model="gpt-4o", input="read a.py", tools=tools)
+    _check(doc, "/v1/responses", "200", called.http_response.json())
+    llm_server.script(ok("done"))
+    steps = [{"role": "user", "content": f"step {i}: " + "word " * 200} for i in range(10)]
+    answered = oai.responses.with_raw_response.create(model="gpt-4o", input=steps, instructions="Be brief.",
+                                                      context_management=[{"type": "compaction",
+                                                                           "compact_threshold": 500}])
+    kinds = [item["type"] for item in answered.http_response.json()["output"]]
+    assert kinds == ["compaction", "message"]
+    _check(doc, "/v1/responses", "200", answered.http_response.json())
+    with pytest.raises(openai.BadRequestError) as hosted:
+        oai.responses.create(model="gpt-4o", input="look it up", tools=[{"type": "web_search"}])
+    _check(doc, "/v1/responses", "400", hosted.value.response.json())
+    assert "web_search" in hosted.value.response.json()["error"]["message"]
 
     claude = anthropic.Anthropic(base_url=gateway.url, api_key=project.test_key, max_retries=0,
                                  http_client=gateway_writes.http2_client())
