@@ -147,7 +147,9 @@ def _clear(edit: dict[str, Any], where: str) -> tuple[dict[str, Any], tuple[str,
         at_least = _tokens(edit["clear_at_least"], f"{where}.clear_at_least")
     overrides["reduction.clearing.clear_at_least_tokens"] = at_least
     overrides["reduction.clearing.at_least_mode"] = "guard"
-    overrides["landing.min_freed"] = at_least if at_least > 1 else 0
+    # Two tokens, not 0: a summarizing policy reads 0 as "no minimum of its own" and waits for
+    # 10% of the window; 1 would read as a share (the whole window). Any clearing frees more.
+    overrides["landing.min_freed"] = max(at_least, 2)
     if edit.get("exclude_tools") is not None:
         overrides["reduction.clearing.exclude_tools"] = _names(edit["exclude_tools"], f"{where}.exclude_tools")
     inputs = edit.get("clear_tool_inputs")

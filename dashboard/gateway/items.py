@@ -186,14 +186,21 @@ def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: st
     instructions message the request gave (the client sends them again with its next
     request)."""
     out: list[dict[str, Any]] = []
+    # The user messages a summary re-inserts follow it in the live context, but they are
+    # copies of what it replaced: they go out before its compaction item, which the client
+    # sends back as the point its new items follow (after it, they would read as new turns).
+    pending: dict[str, Any] | None = None
     for n, entry in enumerate(live):
         if skip_first and n == 0:
             continue
         raw, provenance = entry.get("message") or {}, entry.get("provenance")
+        if pending is not None and provenance not in ("preserved", "acknowledgement"):
+            out.append(pending)
+            pending = None
         item_id = f"{prefix}_{n}"
         if provenance == "summary":
-            out.append(compaction_item(text_of(raw.get("content")), session=int(archive["session"]),
-                                       end=_first_kept(live, n, stored), run=run, archive=archive))
+            pending = compaction_item(text_of(raw.get("content")), session=int(archive["session"]),
+                                      end=_first_kept(live, n, stored), run=run, archive=archive)
             continue
         if provenance == "acknowledgement":
             continue
@@ -208,4 +215,6 @@ def to_output(live: list[dict[str, Any]], *, archive: dict[str, Any], prefix: st
             fn = call.get("function") or {}
             out.append({"type": "function_call", "id": f"{item_id}_{k}", "call_id": call.get("id"),
                         "name": fn.get("name"), "arguments": fn.get("arguments") or "", "status": "completed"})
+    if pending is not None:
+        out.append(pending)
     return out
