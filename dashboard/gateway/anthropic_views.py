@@ -17,7 +17,7 @@ from . import anthropic_messages as messages_flow
 from . import anthropic_wire as wire
 from . import chat
 from .errors import GatewayError
-from .sent import AnswerThen
+from .sent import AnswerThen, event_stream
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -74,10 +74,7 @@ def messages(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
                                                                         lambda: chat.store_after_sent(prep))
         else:
             assert answer.events is not None
-            response = StreamingHttpResponse(_sse(answer.prep.session.pk, answer.events),
-                                             content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
+            response = event_stream(_sse(answer.prep.session.pk, answer.events))
     except GatewayError as exc:
         return error_response(exc)
     except Exception:  # noqa: BLE001 - Anthropic's api_error (the SDK's InternalServerError), logged with its traceback

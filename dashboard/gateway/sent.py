@@ -6,10 +6,10 @@ client's clock: the gateway stores an upstream's reply that way (see ``chat.comp
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 
 
 class AnswerThen(HttpResponse):
@@ -28,3 +28,11 @@ class AnswerThen(HttpResponse):
         finally:
             # after the work: Django's end of request (closing the database connection) follows
             super().close()
+
+
+def event_stream(events: Iterator[bytes]) -> StreamingHttpResponse:
+    """A server-sent-events answer that no cache or proxy holds back (every streaming endpoint)."""
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

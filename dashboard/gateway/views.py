@@ -22,7 +22,7 @@ from . import responses_wire as rwire
 from .body import parse
 from .errors import GatewayError
 from .identity import hint
-from .sent import AnswerThen
+from .sent import AnswerThen, event_stream
 
 log = logging.getLogger("dashboard.gateway")
 
@@ -74,9 +74,7 @@ def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
             # The first chunk is awaited here, so an upstream that fails at once answers
             # with its own status (what the SDK turns into RateLimitError and the like).
             first = next(chunks, None)
-            response = StreamingHttpResponse(_sse(prep, first, chunks), content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
+            response = event_stream(_sse(prep, first, chunks))
     except GatewayError as exc:
         return exc.response()
     except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
@@ -130,9 +128,7 @@ def responses_create(request: HttpRequest) -> HttpResponse | StreamingHttpRespon
                                                                         lambda: chat.store_after_sent(prep))
         else:
             assert answer.events is not None
-            response = StreamingHttpResponse(_response_events(prep, answer.events), content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
+            response = event_stream(_response_events(prep, answer.events))
     except GatewayError as exc:
         return exc.response()
     except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
