@@ -1,5 +1,8 @@
 """One summary request through litellm, with our own retry, backoff and failover.
 
+The offline extractive model (``extractive/...``) answers in process through the same
+loop, without importing litellm (:mod:`.extractive.provider`).
+
 The primary model is tried ``1 + retry.max_retries`` times, then each failover model
 the same number of times, in order. Between two tries of one model we sleep an
 exponential backoff with jitter (``backoff_base * 2**(k-1)``, capped at
@@ -32,7 +35,8 @@ from .. import _env
 from ..errors import SummaryError
 from ..policy import RetryPolicy, SummarizerPolicy
 from ..redaction import redact, register_secrets
-from .extractive import EXTRACTIVE_MODEL, register
+from .extractive import EXTRACTIVE_MODEL
+from .extractive.provider import answer as extractive_answer
 from .thinking import strip_thinking
 
 sleep: Callable[[float], None] = time.sleep
@@ -218,11 +222,8 @@ def complete(messages: list[dict[str, Any]], settings: SummarizerPolicy, *, chec
     ``check(text)`` returns None for a usable summary or a sentence saying why it is
     not. Raises :class:`SummaryError` carrying every attempt when all models fail.
     """
-    litellm = _env.litellm()
     primary = settings.model or EXTRACTIVE_MODEL
     models = [primary] + [m for m in settings.failover_models if m]
-    if any(is_extractive(m) for m in models):
-        register(litellm)
     policy = settings.retry
     attempts: list[Attempt] = []
     number = 0
@@ -242,9 +243,13 @@ def complete(messages: list[dict[str, Any]], settings: SummarizerPolicy, *, chec
             try:
                 kwargs = request_kwargs(model, messages, settings, extractive_words=extractive_words,
                                         language=language, kept_verbatim=kept_verbatim)
-                response = litellm.completion(**kwargs)
-                usage = _usage_dict(response)
-                raw = _content(response)
+                if is_extractive(model):
+                    # Answered in process: litellm would add only its own bookkeeping.
+                    raw, usage = extractive_answer(messages, kwargs["metadata"])
+                else:
+                    response = _env.litellm().completion(**kwargs)
+                    usage = _usage_dict(response)
+                    raw = _content(response)
                 text = strip_thinking(raw) if settings.strip_thinking else raw.strip()
                 if not text and raw.strip():
                     raise Rejected("empty summary: the answer held only reasoning (thinking/analysis) text", usage)

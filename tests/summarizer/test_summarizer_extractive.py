@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from summarizer_spans import CORPUS, make_span
@@ -198,3 +202,24 @@ def test_every_corpus_session_gets_a_labelled_summary_within_budget(counter):
         text = summarize_text(render_conversation(span), None, 250)
         assert text.startswith(LABEL), path.name
         assert count_words(text) <= 250, path.name
+
+
+def test_an_offline_replay_summarizes_without_importing_litellm():
+    """A replay on the offline summarizer (the CLI's, a sweep's, a worker's with no model
+    configured) never pays litellm's seconds-long, 165 MB import: the extractive model
+    answers in process. A fresh interpreter shows what a user's process would load."""
+    require_corpus(DJANGO)
+    script = (
+        "import json, sys\n"
+        "from compaction import get_preset, simulate\n"
+        f"data = json.loads(open({str(CORPUS / DJANGO)!r}, encoding='utf-8').read())\n"
+        "policy = get_preset('default').with_overrides({'context_window': 8000})\n"
+        "report = simulate(data['messages'], policy)\n"
+        "print(json.dumps([len(report['compactions']), 'litellm' in sys.modules]))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    compactions, imported = json.loads(out.stdout.strip().splitlines()[-1])
+    assert compactions > 0 and imported is False

@@ -1,10 +1,15 @@
-"""The extractive summarizer as a litellm custom provider, ``extractive/default``.
+"""The extractive summarizer answering a chat request, ``extractive/default``.
 
-Going through litellm like any other model keeps one code path for every summary:
-the same retries, failover, events and usage accounting. The provider reads the
-prompt back (:mod:`.request`); the policy's word budget and language arrive as
-request metadata and win over what the prompt says, and so do the user messages the
-context keeps verbatim after the summary (``kept_verbatim``).
+:func:`answer` reads the prompt back (:mod:`.request`); the policy's word budget and
+language arrive as request metadata and win over what the prompt says, and so do the
+user messages the context keeps verbatim after the summary (``kept_verbatim``).
+
+The summarizer's own request loop calls :func:`answer` directly: the same retries,
+failover, events and usage accounting as any model, without litellm's per-call
+bookkeeping (a quarter of a replay's time) or its import (seconds, 165 MB) in a
+process that never calls a real model. :func:`register` also makes it a litellm
+custom provider, for code that calls ``litellm.completion`` itself (the LangChain
+integration's ``ChatLiteLLM``).
 """
 from __future__ import annotations
 
@@ -25,6 +30,26 @@ def _prompt_chars(messages: list[Any]) -> int:
                for m in messages if isinstance(m, dict))
 
 
+def answer(messages: list[Any], metadata: Any) -> tuple[str, dict[str, int]]:
+    """The summary text for one chat request and its usage (tokens estimated at 4
+    characters each, as nothing is billed)."""
+    conversation, previous, words = parse_request(messages)
+    language = "en"
+    kept: list[str] = []
+    if isinstance(metadata, dict):
+        if isinstance(metadata.get("kept_verbatim"), list):
+            kept = [t for t in metadata["kept_verbatim"] if isinstance(t, str)]
+        if isinstance(metadata.get("max_summary_words"), int):
+            words = metadata["max_summary_words"]
+        if isinstance(metadata.get("language"), str):
+            language = metadata["language"]
+    text = summarize_text(conversation, previous, words, language, kept)
+    prompt_tokens = math.ceil(_prompt_chars(messages) / 4)
+    completion_tokens = math.ceil(len(text) / 4)
+    return text, {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens}
+
+
 def _make_handler_class(litellm: Any) -> type[Any]:
     # litellm is imported only when a summary is first asked for, so the base class is
     # known at run time only and mypy sees it as Any.
@@ -33,24 +58,11 @@ def _make_handler_class(litellm: Any) -> type[Any]:
 
         def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             meta = (kwargs.get("litellm_params") or {}).get("metadata") or {}
-            conversation, previous, words = parse_request(messages)
-            language = "en"
-            kept: list[str] = []
-            if isinstance(meta, dict):
-                if isinstance(meta.get("kept_verbatim"), list):
-                    kept = [t for t in meta["kept_verbatim"] if isinstance(t, str)]
-                if isinstance(meta.get("max_summary_words"), int):
-                    words = meta["max_summary_words"]
-                if isinstance(meta.get("language"), str):
-                    language = meta["language"]
-            text = summarize_text(conversation, previous, words, language, kept)
-            prompt_tokens = math.ceil(_prompt_chars(messages) / 4)
-            completion_tokens = math.ceil(len(text) / 4)
+            text, usage = answer(messages, meta)
             return litellm.ModelResponse(
                 model=EXTRACTIVE_MODEL,
                 choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                       "total_tokens": prompt_tokens + completion_tokens},
+                usage=usage,
             )
 
         async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
