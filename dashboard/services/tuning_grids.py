@@ -293,24 +293,41 @@ def run_chunk(chunk_id: int) -> str:
 
 
 def _replay(chunk: TuningGridChunk, grid: TuningGrid) -> list[dict[str, Any]] | None:
-    """The figures of each (session, cell) pair of the chunk; None once the grid stopped."""
+    """The figures of each (session, cell) pair of the chunk; None once the grid stopped.
+
+    A replay in which nothing fired (no compaction, none attempted) is the replay of every
+    higher trigger in the same row: the context never reached this one, so it never
+    reaches those, and the figures are those of the same untouched replay. With the kept
+    tail as the second setting it is also every other row's (the tail only matters when a
+    compaction cuts). Those cells take its figures instead of replaying: the same numbers,
+    and most of a grid's quiet replays are over long sessions."""
     base = Policy.load(grid.policy)
+    columns = len(grid.x_values)
     results: list[dict[str, Any]] = []
     loaded: tuple[int, Session, list[dict[str, Any]], Policy] | None = None
+    quiet: dict[int | None, tuple[int, dict[str, Any]]] = {}  # row (None: every row) -> lowest quiet column
     for session_id, cell in chunk.work:
         if _stopped(grid.pk):
             return None
         if loaded is None or loaded[0] != session_id:
             session = Session.objects.get(pk=session_id)
             loaded = (session_id, session, _raws(session_id), apply_service_defaults(base, session))
+            quiet = {}
         _pk, session, raws, effective = loaded
+        x, row = cell % columns, (None if grid.y_param == "keep_messages" else cell // columns)
         entry: dict[str, Any] = {"session": session_id, "cell": cell, "figures": None, "error": ""}
-        try:
-            preview = preview_policy(raws, cell_policy(effective, grid, cell), tools=session.tools or None,
-                                     fallback_model=session.model or None, session_id=f"preview-{session_id}")
-            entry["figures"] = preview.figures.to_dict()
-        except (PolicyError, CompactionError, ValueError) as exc:
-            entry["error"] = f"session {session_id}: {exc}"
+        if row in quiet and x >= quiet[row][0]:
+            entry["figures"] = dict(quiet[row][1])
+        else:
+            try:
+                preview = preview_policy(raws, cell_policy(effective, grid, cell), tools=session.tools or None,
+                                         fallback_model=session.model or None, session_id=f"preview-{session_id}")
+                entry["figures"] = preview.figures.to_dict()
+                if not preview.report.compactions and not preview.report.failed_compactions:
+                    if row not in quiet or x < quiet[row][0]:
+                        quiet[row] = (x, entry["figures"])
+            except (PolicyError, CompactionError, ValueError) as exc:
+                entry["error"] = f"session {session_id}: {exc}"
         results.append(entry)
         TuningGrid.objects.filter(pk=grid.pk).update(done=F("done") + 1)
     return results
