@@ -35,13 +35,13 @@ def main() -> None:
     args = parser.parse_args()
     data = setup_django()
 
-    from django.conf import settings
-    from django.core.management import call_command
+    from django.conf import settings  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from django.core.management import call_command  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
-    from dashboard.models import Project, Session, TuningGrid
-    from dashboard.selectors.tuning import starting_point
-    from dashboard.selectors.tuning_grids import heatmap
-    from dashboard.services.tuning_grids import request_grid
+    from dashboard.models import Project, Session, TuningGrid  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from dashboard.selectors.tuning import starting_point  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from dashboard.selectors.tuning_grids import heatmap  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+    from dashboard.services.tuning_grids import request_grid  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 
     call_command("load_demo", "--no-compact", "--no-credentials", *(["--corpus", args.corpus] if args.corpus else []))
     project = Project.objects.get(name="demo")

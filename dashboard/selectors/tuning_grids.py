@@ -28,7 +28,7 @@ def latest_grid(session: Session) -> TuningGrid | None:
 
 def y_text(param: str, value: float) -> str:
     if AXES[param].unit == "messages":
-        return f"{int(value)} msg"
+        return f"{int(value)} message{'s' if int(value) != 1 else ''}"
     return f"{value * 100:.1f}".rstrip("0").rstrip(".") + "%"
 
 
@@ -86,20 +86,30 @@ def _centre(grid: TuningGrid, x: float, y: float) -> tuple[float, float]:
 
 def contour(grid: TuningGrid, cells: list[Cell], level: float) -> str:
     """SVG path of where recall crosses ``level``, by marching squares over the cell
-    centres (linear between neighbours; a saddle joins by the square's mean)."""
+    centres (linear between neighbours; a saddle joins by the square's mean). The grid is
+    padded with a copy of its edge cells, so a line runs on to the heatmap's border instead
+    of stopping at the centres of the outer cells."""
     columns, rows = len(grid.x_values), len(grid.y_values)
     value = {(c.x, c.y): c.recall for c in cells}
+
+    def at(x: int, y: int) -> float:
+        return value[(min(max(x, 0), columns - 1), min(max(y, 0), rows - 1))]
+
+    def pixel(x: float, y: float) -> tuple[float, float]:
+        px, py = _centre(grid, min(max(x, -0.5), columns - 0.5), min(max(y, -0.5), rows - 0.5))
+        return px, py
+
     parts: list[str] = []
-    for y in range(rows - 1):
-        for x in range(columns - 1):
+    for y in range(-1, rows):
+        for x in range(-1, columns):
             corners = [(x, y), (x + 1, y), (x + 1, y + 1), (x, y + 1)]
             points = []
             for a, b in zip(corners, corners[1:] + corners[:1]):
-                va, vb = value[a], value[b]
+                va, vb = at(*a), at(*b)
                 if (va >= level) != (vb >= level):
                     f = (level - va) / (vb - va)
-                    points.append(_centre(grid, a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f))
-            if len(points) == 4 and sum(value[c] for c in corners) / 4 < level:
+                    points.append(pixel(a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f))
+            if len(points) == 4 and sum(at(*c) for c in corners) / 4 < level:
                 points = points[1:] + points[:1]
             for p, q in zip(points[::2], points[1::2]):
                 parts.append(f"M{p[0]:.1f},{p[1]:.1f}L{q[0]:.1f},{q[1]:.1f}")
@@ -130,7 +140,7 @@ def grid_recommendation(grid: TuningGrid, cells: list[Cell], target: float) -> d
     f = rec.choice.figures
     amount = _usd(f.cost_usd) if rec.measure == "cost" else f"{f.tokens_sent:,} tokens"
     sentence = (f"Lowest {word} with needed-context recall ≥ {target_text} and no over-window call: trigger "
-                f"{setting_text(grid.x_param, grid.x_values[x])}, {AXES[grid.y_param].label} "
+                f"{setting_text(grid.x_param, grid.x_values[x])}, {AXES[grid.y_param].short} "
                 f"{y_text(grid.y_param, grid.y_values[y])}: {amount}, recall {_pct(f.recall)}")
     if rec.is_current:
         sentence += " (the current pair)"

@@ -55,6 +55,7 @@ class Axis:
     """A grid's second setting: how the page names it and how a value goes into a policy."""
 
     label: str
+    short: str  # in a sentence: "kept tail 6 messages"
     unit: str  # "messages" or "share"
     apply: Callable[[Policy, float], Policy]
     current: Callable[[Policy], float | None]
@@ -80,8 +81,8 @@ def _current_clearing(policy: Policy) -> float | None:
 
 
 AXES: dict[str, Axis] = {
-    "keep_messages": Axis("kept tail (messages)", "messages", _with_tail, lambda p: float(p.cut.keep_messages)),
-    "clearing_fraction": Axis("tool-output clearing threshold (share of the window)", "share", _with_clearing,
+    "keep_messages": Axis("kept tail (messages)", "kept tail", "messages", _with_tail, lambda p: float(p.cut.keep_messages)),
+    "clearing_fraction": Axis("tool-output clearing threshold (share of the window)", "clearing at", "share", _with_clearing,
                               _current_clearing),
 }
 

@@ -10,6 +10,7 @@ from dashboard.models import TuningGrid
 from dashboard.selectors.tuning import starting_point
 from dashboard.services.tuning_grids import request_grid
 from tests.browser.conftest import ARTIFACTS, settle
+from tests.corpus import load, require_corpus
 from tests.pages import factories
 
 pytestmark = pytest.mark.browser
@@ -18,10 +19,16 @@ DOCS = ARTIFACTS.parent / "docs"
 PHONE = {"width": 390, "height": 844}
 
 
+REAL = "sweagent__replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source__marshmal.json"
+
+
 @pytest.fixture
 def gridded(project):
-    s = factories.grow(project, factories.agent_messages(30, tag="grid"), title="Billing refactor")
-    factories.import_messages(project, factories.agent_messages(14, tag="other"), title="Docs pass")
+    """A real 28-message transcript (its recall drops when compactions cut its tail short) and
+    a synthetic session, gridded over the project."""
+    require_corpus(REAL)
+    s = factories.import_messages(project, load(REAL)["messages"], title="marshmallow-1867: TimeDelta rounding")
+    factories.grow(project, factories.agent_messages(30, tag="grid"), title="Billing refactor")
     # eager Celery: every chunk runs at once, the last one sums the grid
     request_grid(s, starting_point(s).policy, x_param="tokens", y_param="keep_messages", columns=6, rows=4)
     assert TuningGrid.objects.get(session=s).status == "done"
@@ -40,14 +47,17 @@ def test_the_grid_is_a_heatmap_with_contours_and_the_recommended_pair(page, sign
     assert page.locator('[data-testid="grid-heatmap"] g.cell').count() == 24
     text = page.get_by_test_id("grid-recommendation").inner_text()
     assert text.startswith("Lowest input cost with needed-context recall ≥ 98% and no over-window call: trigger ")
-    assert page.locator('[data-testid="grid-heatmap"] path.contour').count() >= 1
+    # a target between the grid's lowest and highest recall draws its contour between them
+    recalls = [c["kept"] / c["needed"] for c in TuningGrid.objects.get(session=gridded).cells if c["needed"]]
+    assert min(recalls) < max(recalls), recalls
+    target = f"{(min(recalls) + max(recalls)) / 2 * 100:.1f}"
+    page.get_by_test_id("grid-recall-target").fill(target)
+    page.get_by_test_id("grid-recall-target").dispatch_event("change")
+    page.wait_for_function(f"() => document.querySelector('[data-testid=grid-recommendation]').innerText.includes('{target}%')")
+    assert page.locator('[data-testid="grid-heatmap"] path.contour.target').count() == 1
     page.get_by_test_id("tuning-grid").scroll_into_view_if_needed()
     DOCS.mkdir(parents=True, exist_ok=True)
     page.get_by_test_id("tuning-grid").screenshot(path=str(DOCS / "tuning_grid.png"))
-    # a stricter target moves the answer in place
-    page.get_by_test_id("grid-recall-target").fill("99.9")
-    page.get_by_test_id("grid-recall-target").dispatch_event("change")
-    page.wait_for_function("() => document.querySelector('[data-testid=grid-recommendation]').innerText.includes('99.9%')")
     console.assert_clean()
 
 
