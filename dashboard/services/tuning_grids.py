@@ -237,8 +237,9 @@ def _enqueue(grid_id: int, chunk_ids: list[int]) -> None:
 
 def grid_if_no_worker(grid_id: int) -> None:
     """The no-worker wait of a grid ran out: if it is still queued and no worker beats, run
-    its chunks here, one after another, in a thread of its own."""
-    if workers.silent_for(fresh=True) is None:
+    its chunks here, one after another, in a thread of its own (unless
+    RUN_NO_WORKER_FALLBACK=off: then it stays queued for a worker)."""
+    if settings.RUN_NO_WORKER_FALLBACK != "inline" or workers.silent_for(fresh=True) is None:
         return
     if not TuningGrid.objects.filter(pk=grid_id, status=GridStatus.QUEUED).exists():
         return
