@@ -24,6 +24,22 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
 
 
+def cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of ``root`` and its child processes (the worker's pool):
+    what the grid cost whatever else the machine was doing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == root or ppid == root:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2, help="worker pool processes (make run: 2)")
@@ -52,7 +68,7 @@ def main() -> None:
           f"{args.workers} worker processes, TUNING_GRID_CHUNKS={settings.TUNING_GRID_CHUNKS}")
     worker = start_worker(child_env(), data / "worker.log", concurrency=args.workers)
     try:
-        before = loadavg()
+        before, cpu_before = loadavg(), cpu_seconds(worker.pid)
         started = time.monotonic()
         grid = request_grid(session, starting_point(session).policy, x_param=args.x, y_param=args.y,
                             columns=args.columns, rows=args.rows, scope="project")
@@ -67,13 +83,15 @@ def main() -> None:
                 break
             time.sleep(0.25)
         elapsed = time.monotonic() - started
-        after = loadavg()
+        after, cpu = loadavg(), cpu_seconds(worker.pid) - cpu_before
     finally:
         stop(worker)
     print(f"grid {len(grid.x_values)} × {len(grid.y_values)} ({args.x} × {args.y}) over {sessions.count()} sessions: "
           f"{grid.status} in {elapsed:.1f} s, {grid.total:,} replays, {grid.total / elapsed:.1f} replays/s, "
           f"{grid.chunks_total} chunks")
     print(f"load average before {before}, after {after} (other work on the machine counts in these)")
+    print(f"worker CPU: {cpu:.1f} s over {args.workers} processes (on {args.workers} idle cores: about "
+          f"{cpu / args.workers:.0f} s, if the chunks keep every process busy)")
     if grid.status == "done":
         rec = heatmap(TuningGrid.objects.get(pk=grid.pk))["recommendation"]
         print(f"recommendation: {rec['sentence'] if rec else '–'}")
