@@ -87,7 +87,7 @@ def main() -> None:
     finally:
         stop(worker)
     print(f"grid {len(grid.x_values)} × {len(grid.y_values)} ({args.x} × {args.y}) over {sessions.count()} sessions: "
-          f"{grid.status} in {elapsed:.1f} s, {grid.total:,} replays, {grid.total / elapsed:.1f} replays/s, "
+          f"{grid.status} in {elapsed:.1f} s, {grid.done:,} of {grid.total:,} replays, {grid.done / elapsed:.1f} replays/s, "
           f"{grid.chunks_total} chunks")
     print(f"load average before {before}, after {after} (other work on the machine counts in these)")
     print(f"worker CPU: {cpu:.1f} s over {args.workers} processes (on {args.workers} idle cores: about "
