@@ -145,7 +145,11 @@ def grid_recommendation(grid: TuningGrid, cells: list[Cell], target: float) -> d
     if rec.is_current:
         sentence += " (the current pair)"
     elif rec.saving is not None:
-        sentence += f", {abs(rec.saving) * 100:.0f}% {'cheaper' if rec.saving >= 0 else 'dearer'} than the current pair"
+        if rec.measure == "cost":
+            word = "cheaper" if rec.saving >= 0 else "dearer"
+        else:
+            word = "fewer tokens" if rec.saving >= 0 else "more tokens"
+        sentence += f", {abs(rec.saving) * 100:.0f}% {word} than the current pair"
     return {"cell": y * columns + x, "x": grid.x_values[x], "y": grid.y_values[y], "sentence": sentence + "."}
 
 

@@ -145,12 +145,12 @@ def _size(raw: object, name: str, bounds: tuple[int, int]) -> int:
     return value
 
 
-def _split(work: list[tuple[int, int]], weights: dict[int, int], chunks: int) -> list[list[tuple[int, int]]]:
+def _split(work: list[tuple[int, int]], weights: dict[int, float], chunks: int) -> list[list[tuple[int, int]]]:
     """``work`` (session, cell) in order, cut into at most ``chunks`` runs of about equal
-    weight (a replay weighs its session's length), so each chunk reads few sessions."""
+    weight (``weights``: a replay's, by its session), so each chunk reads few sessions."""
     total = sum(weights[s] for s, _ in work)
     out: list[list[tuple[int, int]]] = [[]]
-    running = 0
+    running = 0.0
     for item in work:
         if out[-1] and running >= total * len(out) / chunks:
             out.append([])
@@ -188,7 +188,12 @@ def request_grid(session: Session, policy: Policy, *, x_param: str, y_param: str
         except PolicyError as exc:
             raise Invalid(f"grid: {exc}") from None
     work = [(pk, cell) for pk in sizes for cell in range(cells)]
-    parts = _split(work, {pk: max(1, total) for pk, total in sizes.items()}, settings.TUNING_GRID_CHUNKS)
+    # A replay's time grows faster than its session's length (more compactions, each over a
+    # longer span): weighing by length^1.5 keeps the chunks of the longest sessions from
+    # being the ones everything waits for.
+    weights = {pk: max(1, total) ** 1.5 for pk, total in sizes.items()}
+    parts = _split(work, weights, settings.TUNING_GRID_CHUNKS)
+    heaviest_first = sorted(range(len(parts)), key=lambda i: (-sum(weights[s] for s, _ in parts[i]), i))
     with transaction.atomic():
         grid = TuningGrid.objects.create(
             project_id=session.project_id, session=session, scope=scope, x_param=x_param, y_param=y_param,
@@ -197,7 +202,8 @@ def request_grid(session: Session, policy: Policy, *, x_param: str, y_param: str
             chunks_total=len(parts))
         TuningGridChunk.objects.bulk_create(
             TuningGridChunk(grid=grid, index=i, work=[list(item) for item in part]) for i, part in enumerate(parts))
-        ids = list(grid.chunks.order_by("index").values_list("pk", flat=True))
+        by_index = list(grid.chunks.order_by("index").values_list("pk", flat=True))
+        ids = [by_index[i] for i in heaviest_first]  # queued heaviest first: the last to start are short
         transaction.on_commit(lambda: _enqueue(grid.pk, ids))
     return grid
 
