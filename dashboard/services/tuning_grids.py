@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from compaction import CompactionError, PolicyError
+from compaction.evaluation.needed import NeededMemo
 from compaction.figures import ReplayFigures
 from compaction.policy import Policy
 from compaction.preview import preview_policy
@@ -312,16 +313,16 @@ def _replay(chunk: TuningGridChunk, grid: TuningGrid) -> list[dict[str, Any]] | 
     base = Policy.load(grid.policy)
     columns = len(grid.x_values)
     results: list[dict[str, Any]] = []
-    loaded: tuple[int, Session, list[dict[str, Any]], Policy] | None = None
+    loaded: tuple[int, Session, list[dict[str, Any]], Policy, NeededMemo] | None = None
     quiet: dict[int | None, tuple[int, dict[str, Any]]] = {}  # row (None: every row) -> lowest quiet column
     for session_id, cell in chunk.work:
         if _stopped(grid.pk):
             return None
         if loaded is None or loaded[0] != session_id:
             session = Session.objects.get(pk=session_id)
-            loaded = (session_id, session, _raws(session_id), apply_service_defaults(base, session))
+            loaded = (session_id, session, _raws(session_id), apply_service_defaults(base, session), NeededMemo())
             quiet = {}
-        _pk, session, raws, effective = loaded
+        _pk, session, raws, effective, memo = loaded
         x, row = cell % columns, (None if grid.y_param == "keep_messages" else cell // columns)
         entry: dict[str, Any] = {"session": session_id, "cell": cell, "figures": None, "error": ""}
         if row in quiet and x >= quiet[row][0]:
@@ -329,7 +330,8 @@ def _replay(chunk: TuningGridChunk, grid: TuningGrid) -> list[dict[str, Any]] | 
         else:
             try:
                 preview = preview_policy(raws, cell_policy(effective, grid, cell), tools=session.tools or None,
-                                         fallback_model=session.model or None, session_id=f"preview-{session_id}")
+                                         fallback_model=session.model or None, session_id=f"preview-{session_id}",
+                                         needed_memo=memo)
                 entry["figures"] = preview.figures.to_dict()
                 if not preview.report.compactions and not preview.report.failed_compactions:
                     if row not in quiet or x < quiet[row][0]:
