@@ -69,9 +69,11 @@ def test_the_grid_scrolls_inside_its_box_on_a_phone(page, signed_in, console, gr
 
 
 def test_a_grid_started_on_the_page_can_be_cancelled(page, signed_in, console, project, settings):
-    """Started with eager Celery off and no worker: it stays queued, with its progress bar
-    and the cancel button (no worker can run here in time; the service tests run real ones)."""
+    """Started with eager Celery off, no worker and RUN_NO_WORKER_FALLBACK=off: it stays
+    queued, with its progress bar and the cancel button (the service tests run real workers;
+    with the fallback on, this process would run the grid itself after the no-worker wait)."""
     settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.RUN_NO_WORKER_FALLBACK = "off"
     celery_app.conf.task_always_eager = False
     session = factories.import_messages(project, factories.agent_messages(12, tag="c"), title="Cancel me")
     page.goto(signed_in(f"/sessions/{session.pk}/tuning/"))
