@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compactor import counter_for
+from .evaluation.needed import NeededMemo
 from .figures import ReplayFigures, append_only_costs
 from .messages import Message, Provenance, original_id
 from .policy import Policy
@@ -102,11 +103,14 @@ class PolicyPreview:
 
 
 def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: list[dict[str, Any]] | None = None,
-                   fallback_model: str | None = None, session_id: str = "preview") -> PolicyPreview:
+                   fallback_model: str | None = None, session_id: str = "preview",
+                   needed_memo: NeededMemo | None = None) -> PolicyPreview:
     """Replay ``messages`` through ``policy`` (offline) and price it against no compaction.
-    ``fallback_model`` prices the agent's calls when the policy names no model."""
+    ``fallback_model`` prices the agent's calls when the policy names no model;
+    ``needed_memo``, shared by previews of the same messages, saves rescanning what each call
+    needed (it does not depend on the policy)."""
     report = run_simulation(messages, offline(policy), tools=tools, session_id=session_id, keep_contexts=True,
-                            price_model=policy.model or fallback_model)
+                            price_model=policy.model or fallback_model, needed_memo=needed_memo)
     counter = counter_for(policy)
     counts = counter.count_many([Message(raw, original_id(i), Provenance.ORIGINAL, i)
                                  for i, raw in enumerate(messages)])

@@ -18,6 +18,7 @@ from .context import tool_pairs_ok
 from .errors import CompactionError, SummaryError
 from .evaluation import LookAhead, LookAheadReport
 from .evaluation.cache import choose_price_model
+from .evaluation.needed import NeededMemo
 from .evaluation.probes import ProbeReport
 from .evaluation.probes import score as score_probes
 from .landing import DEFAULT_MIN_FREED_SHARE
@@ -226,7 +227,7 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
                    session_id: str = "replay", keep_contexts: bool = False,
                    progress: Callable[[int, int], None] | None = None,
                    counterfactual: bool = False, lookahead: bool = True,
-                   price_model: str | None = None) -> SimulationReport:
+                   price_model: str | None = None, needed_memo: NeededMemo | None = None) -> SimulationReport:
     """Replay ``messages`` through ``policy``. With ``counterfactual`` and reduction enabled, the
     session is replayed a second time without reduction (offline summarizer, in memory) to
     count the LLM summaries the reduction made unnecessary. With ``lookahead`` each model
@@ -257,7 +258,7 @@ def run_simulation(messages: list[dict[str, Any]], policy: Policy | str | dict[s
     if lookahead:
         evaluator = LookAhead(session.compactor.counter, tools_tokens=live.tools_tokens,
                               usable_window=usable, price_model=choose_price_model(price_model, session.policy.model),
-                              overflow_above=usable)
+                              overflow_above=usable, memo=needed_memo)
     for index, raw in enumerate(messages):
         clock.position = index
         if raw.get("role") == "assistant":

@@ -895,3 +895,64 @@ class TuningSweep(models.Model):
 
     def __str__(self) -> str:
         return f"sweep {self.pk} of {self.parameter} ({self.status})"
+
+
+class GridStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TuningGrid(models.Model):
+    """One two-dimensional tuning grid: a policy replayed at every pair of a trigger setting
+    (``x_param``: window_fraction or tokens, ``x_values``) and a second setting (``y_param``:
+    the kept tail or the tool-output clearing threshold, ``y_values``) over the sessions of a
+    project (or one session), split into ``TuningGridChunk`` rows run in parallel by the
+    workers (``dashboard.services.tuning_grids``). ``cells`` holds one figure set per pair,
+    row by row (``y`` major), once every chunk has finished; ``done`` counts replays."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="grids")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="grids")
+    scope = models.CharField(max_length=10, default="project")
+    x_param = models.CharField(max_length=40)
+    y_param = models.CharField(max_length=40)
+    x_values = JSONTextField(default=list)
+    y_values = JSONTextField(default=list)
+    current_x = models.FloatField(null=True, blank=True)
+    current_y = models.FloatField(null=True, blank=True)
+    policy = JSONTextField(default=dict, help_text="The policy, before its two swept settings are replaced.")
+    status = models.CharField(max_length=10, choices=GridStatus.choices, default=GridStatus.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_done = models.PositiveIntegerField(default=0)
+    cells = JSONTextField(default=list)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (GridStatus.DONE, GridStatus.FAILED, GridStatus.CANCELLED)
+
+    def __str__(self) -> str:
+        return f"grid {self.pk} of {self.x_param} × {self.y_param} ({self.status})"
+
+
+class TuningGridChunk(models.Model):
+    """A share of a grid's replays, run by one worker task: ``work`` lists
+    ``[session id, cell index]`` pairs; ``results`` the figures of each, in the same order."""
+
+    grid = models.ForeignKey(TuningGrid, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=GridStatus.choices, default=GridStatus.QUEUED)
+    work = JSONTextField(default=list)
+    results = JSONTextField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["grid", "index"], name="grid_chunk_index")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of grid {self.grid_id} ({self.status})"

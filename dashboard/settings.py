@@ -325,6 +325,11 @@ RUN_ENQUEUE_RETRIES = env_int("RUN_ENQUEUE_RETRIES", 2)
 WORKER_HEARTBEAT_INTERVAL = env_float("WORKER_HEARTBEAT_INTERVAL", 2.0)
 WORKER_LIVE_WITHIN = env_float("WORKER_LIVE_WITHIN", 10.0)
 RUN_NO_WORKER_WAIT = env_float("RUN_NO_WORKER_WAIT", 20.0)
+# Two-dimensional tuning grids (dashboard.services.tuning_grids): a grid's replays (cells x
+# sessions) are split into at most TUNING_GRID_CHUNKS worker tasks run in parallel; a grid of
+# more than TUNING_GRID_MAX_REPLAYS replays is refused with the count.
+TUNING_GRID_CHUNKS = env_int("TUNING_GRID_CHUNKS", 16)
+TUNING_GRID_MAX_REPLAYS = env_int("TUNING_GRID_MAX_REPLAYS", 5000)
 RUN_NO_WORKER_FALLBACK = os.environ.get("RUN_NO_WORKER_FALLBACK", "inline").strip().lower() or "inline"
 if RUN_NO_WORKER_FALLBACK not in ("inline", "off"):
     raise ImproperlyConfigured(f"RUN_NO_WORKER_FALLBACK must be 'inline' or 'off', not {RUN_NO_WORKER_FALLBACK!r}")

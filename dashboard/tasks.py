@@ -20,6 +20,7 @@ from .services.runs import (
     start_recovery_loop,
     stop_recovery_loop,
 )
+from .services.tuning_grids import GRID_TASK, run_chunk
 from .services.tuning_sweeps import SWEEP_TASK, run_sweep
 from .services.workers import BeatLoop
 
@@ -41,6 +42,14 @@ def run_tuning_sweep(sweep_id: int) -> str:
     """Replay a stored threshold sweep (dashboard.services.tuning_sweeps); a sweep that is
     running or finished is left alone."""
     return run_sweep(int(sweep_id))
+
+
+@shared_task(name=GRID_TASK, ignore_result=True, soft_time_limit=settings.RUN_SOFT_TIME_LIMIT,
+             time_limit=settings.RUN_TIME_LIMIT)
+def run_tuning_grid_chunk(chunk_id: int) -> str:
+    """Replay one chunk of a tuning grid (dashboard.services.tuning_grids); the last chunk
+    of a grid sums it. A chunk taken, finished or cancelled is left alone."""
+    return run_chunk(int(chunk_id))
 
 
 @shared_task(name="dashboard.recover_runs", ignore_result=True)

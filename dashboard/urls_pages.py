@@ -18,6 +18,7 @@ from .views import (
     session_page,
     sessions_list,
     tuning,
+    tuning_grid,
 )
 
 app_name = "pages"
@@ -66,4 +67,8 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/apply/", tuning.apply_setting, name="tuning-apply"),
     path("sessions/<int:pk>/tuning/undo/", tuning.undo_setting, name="tuning-undo"),
     path("sweeps/<int:pk>/", tuning.sweep_status, name="sweep"),
+    path("sessions/<int:pk>/tuning/grid/", tuning_grid.start, name="tuning-grid"),
+    path("sessions/<int:pk>/tuning/grid/latest/", tuning_grid.latest, name="tuning-grid-latest"),
+    path("grids/<int:pk>/", tuning_grid.status, name="grid"),
+    path("grids/<int:pk>/cancel/", tuning_grid.cancel, name="grid-cancel"),
 ]

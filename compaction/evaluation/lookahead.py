@@ -29,7 +29,7 @@ from ..messages import Message, Provenance, original_id
 from ..tokens import MessageCounter, MessageTokens
 from .baselines import MASK_PLACEHOLDER, ObservationMasking, SlidingWindow
 from .cache import CacheMeter, Prices, shared_prefix
-from .needed import History, contains, message_text
+from .needed import History, NeededMemo, contains, message_text
 
 #: Missing identifiers listed per call at most.
 MISSING_PER_CALL = 10
@@ -97,7 +97,7 @@ class LookAhead:
     """Feed it every original message (``append``) and every model call (``call``)."""
 
     def __init__(self, counter: MessageCounter, *, tools_tokens: int, usable_window: int, price_model: str,
-                 overflow_above: int | None = None) -> None:
+                 overflow_above: int | None = None, memo: NeededMemo | None = None) -> None:
         """``usable_window`` is what the sliding window fits into; ``overflow_above`` the size
         over which a call counts as over the window (default: the usable window), so the
         baselines are counted as the replay counts the policy."""
@@ -107,6 +107,7 @@ class LookAhead:
         self.overflow_above = overflow_above if overflow_above is not None else usable_window
         self.price_model = price_model
         self.history = History()
+        self.memo = memo
         placeholder = counter.count(Message({"role": "tool", "tool_call_id": "call", "content": MASK_PLACEHOLDER},
                                             "placeholder", Provenance.ORIGINAL, 0)).total
         self.sliding = SlidingWindow(usable_window, tools_tokens)
@@ -135,9 +136,9 @@ class LookAhead:
     def call(self, at: int, next_message: dict[str, Any], context: Sequence[Message],
              tokens: Sequence[MessageTokens], total: int) -> None:
         """The model call that produced ``next_message``, sent with ``context`` (``total`` tokens)."""
-        needed = self.history.needed(next_message)
+        needed, spellings = self._needed(at, next_message)
         sent = "\n".join(self._text(m) for m in context)
-        missing = [i for i in needed if not contains(sent, self.history.spellings(i))]
+        missing = [i for i in needed if not contains(sent, spellings[i])]
         kept = len(needed) - len(missing)
 
         fingerprints = [m.hash for m in context]
@@ -164,6 +165,17 @@ class LookAhead:
             self.figures.lost_to_reduction += by_reduction
             self.figures.lost_to_eviction += len(missing) - by_reduction
         self.per_call.append(row)
+
+    def _needed(self, at: int, next_message: dict[str, Any]) -> tuple[dict[str, list[int]], dict[str, tuple[str, ...]]]:
+        """The identifiers the call at ``at`` needed, with their spellings (from the memo of an
+        earlier replay of the same messages when there is one)."""
+        if self.memo is not None and at in self.memo.at:
+            return self.memo.at[at]
+        needed = self.history.needed(next_message)
+        found = ({i: list(p) for i, p in needed.items()}, {i: self.history.spellings(i) for i in needed})
+        if self.memo is not None:
+            self.memo.at[at] = found
+        return found
 
     def report(self) -> LookAheadReport:
         return LookAheadReport(calls=len(self.per_call), usable_window=self.usable, prices=Prices.of(self.price_model),

@@ -91,3 +91,15 @@ class History:
 
     def spellings(self, identifier: str) -> tuple[str, ...]:
         return self._seen[identifier].spellings
+
+
+@dataclass
+class NeededMemo:
+    """What each model call of one session needed (:meth:`History.needed` at that call, with
+    the identifiers' spellings), kept for the next replay of the same messages: it depends on
+    the messages alone, not on the policy, so replays of one session under many policies (a
+    tuning grid) scan the history once. Positions are copied when stored: a ``History``'s
+    lists grow as the session does."""
+
+    at: dict[int, tuple[dict[str, list[int]], dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+

@@ -13,9 +13,12 @@ from compaction import simulate
 from compaction.evaluation import LookAhead
 from compaction.evaluation.baselines import MASKING_KEEP, ObservationMasking, SlidingWindow
 from compaction.evaluation.cache import CacheMeter, Prices, shared_prefix
-from compaction.evaluation.needed import History
+from compaction.evaluation.needed import History, NeededMemo
 from compaction.messages import Message, Provenance, wrap_originals
+from compaction.policy import Policy
+from compaction.preview import preview_policy
 from compaction.tokens import CharCounter, MessageCounter
+from tests.corpus import load, require_corpus
 from tests.engine.helpers import tool_round
 
 FIX = {"role": "user", "content": "Fix the crash in /srv/app/settings.py please."}
@@ -195,6 +198,7 @@ def test_the_price_model_is_chosen_and_named():
 REPLAY = """
 import json, sys
 from compaction import simulate
+from tests.corpus import load, require_corpus
 from tests.engine.helpers import tool_round
 words = " ".join(f"word{j}" for j in range(60))
 filler = [m for i in range(30) for m in tool_round(f"f{i}", f"/srv/log/{i}.txt load_cfg_{i} {words}")]
@@ -224,3 +228,23 @@ def test_what_was_needed_and_the_baselines_do_not_depend_on_the_process(tmp_path
 def test_no_lookahead_when_not_asked_for():
     assert "lookahead" not in simulate(session(), "default", lookahead=False)
 
+
+
+def test_a_memo_shared_by_replays_of_one_session_gives_each_policy_its_own_figures():
+    """A tuning grid replays one session under many policies with one NeededMemo: what each
+    call needed comes from the memo, what each policy kept from its own context. A real
+    transcript whose recall drops when compactions cut its tail short."""
+    name = "sweagent__replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source__marshmal.json"
+    require_corpus(name)
+    messages = load(name)["messages"]
+    memo = NeededMemo()
+    figures = []
+    for threshold, keep in ((1500, 1), (3000, 8), (1500, 8), (100_000, 1)):
+        policy = Policy.load({"name": "memo", "trigger": {"kind": "tokens", "threshold": threshold},
+                              "cut": {"keep_messages": keep}})
+        alone = preview_policy(messages, policy, fallback_model="gpt-4o").figures
+        shared = preview_policy(messages, policy, fallback_model="gpt-4o", needed_memo=memo).figures
+        assert shared == alone
+        figures.append(alone)
+    assert memo.at and len({f.kept for f in figures}) > 1  # the policies kept different amounts
+    assert len({f.needed for f in figures}) == 1  # what the calls needed is the session's own

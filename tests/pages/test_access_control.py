@@ -19,6 +19,7 @@ from dashboard.models import (
     Project,
     ProjectMembership,
     StoredPolicy,
+    TuningGrid,
     TuningSweep,
 )
 from dashboard.services.call_bodies import CallBody, SentBody
@@ -77,6 +78,11 @@ ROUTES: dict[str, Route] = {
     "tuning-apply": Route("POST", "session", "edit"),
     "tuning-undo": Route("POST", "session", "edit"),
     "sweep": Route("GET", "sweep", "view"),
+    "tuning-grid": Route("POST", "session", "edit", data=(("grid_x", "tokens"), ("grid_y", "keep_messages"),
+                                                         ("grid_columns", "2"), ("grid_rows", "2"), ("grid_scope", "session"))),
+    "tuning-grid-latest": Route("GET", "session", "view"),
+    "grid": Route("GET", "grid", "view"),
+    "grid-cancel": Route("POST", "grid", "edit"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)
 WRITES = sorted(name for name, r in ROUTES.items() if r.target and r.need == "edit")
@@ -112,6 +118,8 @@ def _args(route: Route, objs: dict) -> list:
         "call": lambda: [_gateway_call(objs["session"]).pk],
         "sweep": lambda: [TuningSweep.objects.create(project=objs["project"], session=objs["session"],
                                                      parameter="tokens", status="done").pk],
+        "grid": lambda: [TuningGrid.objects.get_or_create(project=objs["project"], session=objs["session"],
+                                                          x_param="tokens", y_param="keep_messages")[0].pk],
     }[route.target]()
 
 
@@ -159,6 +167,8 @@ def _writes_left_alone(acme) -> None:
     assert StoredPolicy.objects.filter(project=acme["project"]).count() == 1
     # the only sweeps are the finished ones _args makes for the sweep status page
     assert not TuningSweep.objects.filter(project=acme["project"]).exclude(status="done").exists()
+    # and the only grid is the queued one _args makes for the grid pages, still queued
+    assert list(TuningGrid.objects.filter(project=acme["project"]).values_list("status", flat=True)) in ([], ["queued"])
 
 
 @pytest.mark.parametrize("name", SCOPED)
