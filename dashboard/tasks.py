@@ -20,6 +20,8 @@ from .services.runs import (
     start_recovery_loop,
     stop_recovery_loop,
 )
+from .schedules import CONTINUOUS_TUNING_TASK
+from .services.continuous_tuning import TUNE_PROJECT_TASK, queue_projects, tune_project
 from .services.tuning_sweeps import SWEEP_TASK, run_sweep
 from .services.workers import BeatLoop
 
@@ -41,6 +43,23 @@ def run_tuning_sweep(sweep_id: int) -> str:
     """Replay a stored threshold sweep (dashboard.services.tuning_sweeps); a sweep that is
     running or finished is left alone."""
     return run_sweep(int(sweep_id))
+
+
+@shared_task(name=CONTINUOUS_TUNING_TASK, ignore_result=True)
+def continuous_tuning() -> int:
+    """What Celery beat sends on TUNING_SCHEDULE: queue one tuning pass per project (they
+    then run in parallel on the workers); how many were queued."""
+    return queue_projects()
+
+
+# A pass replays about TUNING_TIME_BUDGET seconds' worth of sessions (an estimate, see
+# services.continuous_tuning), so its limits leave it room above a run's.
+@shared_task(name=TUNE_PROJECT_TASK, ignore_result=True,
+             soft_time_limit=max(settings.RUN_SOFT_TIME_LIMIT, int(4 * settings.TUNING_TIME_BUDGET)),
+             time_limit=max(settings.RUN_TIME_LIMIT, int(4 * settings.TUNING_TIME_BUDGET) + 60))
+def tune_project_task(project_id: int) -> int:
+    """One continuous tuning pass over a project; the id of the stored result."""
+    return tune_project(int(project_id)).pk
 
 
 @shared_task(name="dashboard.recover_runs", ignore_result=True)

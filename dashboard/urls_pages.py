@@ -6,6 +6,7 @@ from .views import (
     api_keys,
     archive_browser,
     before_after,
+    continuous_tuning,
     docs,
     force_summarize,
     gateway_call,
@@ -66,4 +67,5 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/apply/", tuning.apply_setting, name="tuning-apply"),
     path("sessions/<int:pk>/tuning/undo/", tuning.undo_setting, name="tuning-undo"),
     path("sweeps/<int:pk>/", tuning.sweep_status, name="sweep"),
+    path("tuning/continuous/<int:pk>/", continuous_tuning.evidence, name="tuning-evidence"),
 ]
