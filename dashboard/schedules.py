@@ -6,7 +6,7 @@ Imported by the settings (so it imports nothing of the project): the beat proces
 
 - ``daily`` (the default: 03:30 UTC), ``hourly`` (minute 30 of every hour), ``weekly``
   (Mondays 03:30 UTC);
-- a number of seconds between two runs (``900``), at least 60;
+- a number of seconds between two runs (``900``), at least 5 (short ones to try it out);
 - five crontab fields, ``minute hour day-of-month month day-of-week`` (``15 2 * * 1-5``);
 - ``off`` (or empty): no continuous tuning.
 """
@@ -23,6 +23,8 @@ _NAMED = {
     "hourly": {"minute": "30"},
     "weekly": {"minute": "30", "hour": "3", "day_of_week": "1"},
 }
+#: The shortest interval in seconds (a pass replays sessions: shorter would only pile them up).
+MIN_INTERVAL = 5
 _FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 
 
@@ -38,8 +40,8 @@ def tuning_schedule(text: str | None) -> crontab | timedelta | None:
     except ValueError:
         seconds = None
     if seconds is not None:
-        if seconds < 60:
-            raise ValueError(f"TUNING_SCHEDULE: {text!r} seconds is less than the smallest interval, 60")
+        if seconds < MIN_INTERVAL:
+            raise ValueError(f"TUNING_SCHEDULE: {text!r} seconds is less than the smallest interval, {MIN_INTERVAL}")
         return timedelta(seconds=seconds)
     parts = raw.split()
     if len(parts) != len(_FIELDS):
