@@ -11,6 +11,8 @@ from typing import Any
 from celery import shared_task, signals
 from django.conf import settings
 
+from .schedules import CONTINUOUS_TUNING_TASK
+from .services.continuous_tuning import TUNE_PROJECT_TASK, queue_projects, tune_project
 from .services.runs import (
     RUN_TASK,
     RecoveryCounts,
@@ -20,8 +22,6 @@ from .services.runs import (
     start_recovery_loop,
     stop_recovery_loop,
 )
-from .schedules import CONTINUOUS_TUNING_TASK
-from .services.continuous_tuning import TUNE_PROJECT_TASK, queue_projects, tune_project
 from .services.tuning_sweeps import SWEEP_TASK, run_sweep
 from .services.workers import BeatLoop
 

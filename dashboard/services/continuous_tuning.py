@@ -99,7 +99,7 @@ def guarded_steps(kind: str, current: float | None, max_step: float) -> list[flo
     steps = [current * (1 - max_step), current * (1 + max_step)]
     if kind == "window_fraction":
         return [v for v in (round(s, 3) for s in steps) if 0.001 <= v <= 1.0 and v != current]
-    return [float(int(s)) for s in steps if int(s) >= 1 and int(s) != current]
+    return [float(v) for v in (round(s) for s in steps) if v >= 1 and v != current]
 
 
 def queue_projects() -> int:

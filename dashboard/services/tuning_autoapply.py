@@ -29,7 +29,15 @@ from django.db import transaction
 from compaction.figures import recall as pooled_recall
 from compaction.recommend import SweepPoint, recommend, setting_text
 
-from ..models import AutoApply, CompactionRun, ContinuousTuning, Project, RunStatus, StoredPolicy, TuningSweep
+from ..models import (
+    AutoApply,
+    CompactionRun,
+    ContinuousTuning,
+    Project,
+    RunStatus,
+    StoredPolicy,
+    TuningSweep,
+)
 from ..selectors.tuning_sweeps import point_figures
 from .policies import activate_policy
 from .tuning_apply import apply_sweep_setting, undo_apply
