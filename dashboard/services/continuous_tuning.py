@@ -9,8 +9,8 @@ Celery beat sends ``CONTINUOUS_TUNING_TASK`` on ``TUNING_SCHEDULE``; it queues o
 The sample is deterministic, so the same sessions and settings give the same stored result:
 the sessions active in the last ``TUNING_WINDOW_DAYS`` (last message, else import), most
 recent first (ties by id), taken while their estimated replay time fits
-``TUNING_TIME_BUDGET``. The estimate is tokens replayed (history tokens x settings tried)
-over ``TUNING_REPLAY_TOKENS_PER_SECOND``, not a clock, so a busy machine does not change which
+``TUNING_TIME_BUDGET``. The estimate is context tokens replayed (history tokens x messages / 2
+x settings tried) over ``TUNING_REPLAY_TOKENS_PER_SECOND``, not a clock, so a busy machine does not change which
 sessions are used; the row keeps the seconds the pass really took, to calibrate the rate.
 The most recent session is always taken, even alone over the budget.
 
@@ -68,13 +68,20 @@ class Sample:
     recent: int
 
 
+def replay_tokens(session: Session) -> float:
+    """The context tokens one replay of ``session`` goes through: every model call re-reads
+    the context so far, about half the history on average (the replay time grows with it,
+    not with the history alone: bench/continuous_tuning.py)."""
+    return session.history_total * max(1, session.message_count) / 2
+
+
 def sample_sessions(recent: list[Session], settings_tried: int, budget: float, rate: float) -> Sample:
     """The most recent sessions whose estimated replay time fits ``budget`` seconds (the
     first one always), in the order given."""
     chosen: list[Session] = []
     spent = 0.0
     for session in recent:
-        cost = session.history_total * settings_tried / rate
+        cost = replay_tokens(session) * settings_tried / rate
         if chosen and spent + cost > budget:
             break
         chosen.append(session)

@@ -18,7 +18,12 @@ from compaction import Policy
 from dashboard.models import AutoApply, ContinuousTuning, Session, SweepStatus, TuningSweep
 from dashboard.services import run_recall
 from dashboard.services.common import now
-from dashboard.services.continuous_tuning import guarded_steps, sample_sessions, tune_project
+from dashboard.services.continuous_tuning import (
+    guarded_steps,
+    replay_tokens,
+    sample_sessions,
+    tune_project,
+)
 from dashboard.services.tuning_autoapply import roll_back_if_below_floor, take_step
 from tests.pages import factories
 
@@ -35,7 +40,7 @@ def test_the_sample_is_the_most_recent_sessions_that_fit_the_budget_in_a_fixed_o
     Session.objects.filter(pk=old.pk).update(last_message_at=now() - timedelta(days=30))  # a month-old session
     newest, middle = recent[2], recent[1]
     # a budget that the two newest fit (13 settings tried) and the third does not
-    settings.TUNING_TIME_BUDGET = (newest.history_total + middle.history_total + 1) * 13 / 1_000_000 + 1e-9
+    settings.TUNING_TIME_BUDGET = (replay_tokens(newest) + replay_tokens(middle) + 1) * 13 / 1_000_000
     settings.TUNING_REPLAY_TOKENS_PER_SECOND = 1_000_000
     settings.TUNING_WINDOW_DAYS = 7
     one = tune_project(project.pk)
