@@ -114,9 +114,9 @@ def queue_projects() -> int:
     task = celery_app.tasks[TUNE_PROJECT_TASK]
     ids = list(Project.objects.order_by("pk").values_list("pk", flat=True))
     for project_id in ids:
+        retry = {} if is_eager() else {"retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.2}}
         try:
-            task.apply_async(args=[project_id]) if is_eager() else task.apply_async(
-                args=[project_id], retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2})
+            task.apply_async(args=[project_id], **retry)
         except ENQUEUE_ERRORS as exc:
             log.warning("tuning of project %s could not be queued: %s", project_id, exc)
     return len(ids)

@@ -172,3 +172,13 @@ def test_a_pass_with_auto_apply_on_takes_a_guarded_step_from_its_own_replays(pro
     assert tuning.auto in (AutoApply.APPLIED, AutoApply.HELD), tuning.auto_note
     if tuning.auto == AutoApply.APPLIED:
         assert abs(tuning.applied_value - 6000) <= 0.15 * 6000
+
+
+def test_a_pass_with_no_recent_session_says_so_on_the_overview(web, project, settings):
+    old = factories.import_messages(project, factories.agent_messages(3, tag="old"), title="old")
+    Session.objects.filter(pk=old.pk).update(last_message_at=now() - timedelta(days=10))  # older than the window
+    settings.TUNING_WINDOW_DAYS = 3
+    tuning = tune_project(project.pk)
+    assert tuning.status == SweepStatus.DONE and tuning.session_ids == [] and tuning.sweep is None
+    html = web.get(reverse("pages:home")).content.decode()
+    assert "No session was active in the last 3 days." in html and 'data-testid="tuning-apply"' not in html
