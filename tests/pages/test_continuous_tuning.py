@@ -182,3 +182,14 @@ def test_a_pass_with_no_recent_session_says_so_on_the_overview(web, project, set
     assert tuning.status == SweepStatus.DONE and tuning.session_ids == [] and tuning.sweep is None
     html = web.get(reverse("pages:home")).content.decode()
     assert "No session was active in the last 3 days." in html and 'data-testid="tuning-apply"' not in html
+
+
+def test_the_evidence_is_for_the_projects_members_only(client, project, django_user_model, settings):
+    settings.TUNING_WINDOW_DAYS = 3
+    tuning = tune_project(project.pk)  # no session yet: a quick pass, still a page
+    link = reverse("pages:tuning-evidence", args=[tuning.pk])
+    stranger = django_user_model.objects.create_user("mallory", password="x")
+    client.force_login(stranger)
+    assert client.get(link).status_code == 404
+    factories.add_member(project, stranger, "viewer")
+    assert client.get(link).status_code == 200
