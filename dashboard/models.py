@@ -956,3 +956,57 @@ class TuningGridChunk(models.Model):
 
     def __str__(self) -> str:
         return f"chunk {self.index} of grid {self.grid_id} ({self.status})"
+
+
+class AutoApply(models.TextChoices):
+    """What continuous tuning did to the project's policy on its own (TUNING_AUTO_APPLY)."""
+
+    NONE = "", "nothing"
+    APPLIED = "applied", "applied a step"
+    HELD = "held", "held (no step within the guardrails)"
+    ROLLED_BACK = "rolled_back", "rolled back an earlier step"
+
+
+class ContinuousTuning(models.Model):
+    """One pass of continuous tuning over a project (``dashboard.services.continuous_tuning``,
+    sent by Celery beat on ``TUNING_SCHEDULE``): the project's policy swept over its recent
+    sessions, the sample those were (``session_ids``, most recent first, chosen by the time
+    budget), and the recommendation. ``sweep`` holds the points (a ``TuningSweep`` with
+    ``scope="recent"``), so the one-click apply and undo of the tuning page work on it.
+
+    With ``TUNING_AUTO_APPLY`` on, ``auto`` says what the pass did to the project's policy:
+    ``applied_policy`` replaced ``previous_policy`` (None: the service default), or an
+    earlier step was rolled back because ``live_recall`` fell below the floor."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tunings")
+    sweep = models.ForeignKey(TuningSweep, null=True, blank=True, on_delete=models.SET_NULL, related_name="tunings")
+    status = models.CharField(max_length=10, choices=SweepStatus.choices, default=SweepStatus.RUNNING)
+    window_days = models.FloatField()
+    budget_seconds = models.FloatField()
+    estimated_seconds = models.FloatField(default=0)
+    elapsed_seconds = models.FloatField(null=True, blank=True)
+    session_ids = JSONTextField(default=list, help_text="The sessions replayed, most recent first.")
+    recent_sessions = models.PositiveIntegerField(default=0, help_text="Sessions active in the window, sampled or not.")
+    recall_target = models.FloatField()
+    recommended = models.FloatField(null=True, blank=True)
+    current = models.FloatField(null=True, blank=True)
+    tokens_saving = models.FloatField(null=True, blank=True, help_text="Share of tokens sent the recommendation saves.")
+    recall = models.FloatField(null=True, blank=True)
+    sentence = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    auto = models.CharField(max_length=12, choices=AutoApply.choices, default=AutoApply.NONE, blank=True)
+    auto_note = models.TextField(blank=True)
+    previous_policy = models.ForeignKey(StoredPolicy, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    applied_policy = models.ForeignKey(StoredPolicy, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    applied_value = models.FloatField(null=True, blank=True)
+    live_recall = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-created_at"], name="tuning_project_recent")]
+
+    def __str__(self) -> str:
+        return f"continuous tuning {self.pk} of project {self.project_id} ({self.status})"

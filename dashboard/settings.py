@@ -18,6 +18,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.brokers import filesystem_transport_options
+from dashboard.schedules import beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -377,6 +378,29 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# -- Continuous tuning (dashboard/services/continuous_tuning.py, docs/SERVICE.md) ----------------
+# Celery beat (started by `make run` beside the worker) sends the tuning task on this schedule;
+# its schedule file lives in DATA_DIR, never in the working directory.
+TUNING_SCHEDULE = os.environ.get("TUNING_SCHEDULE", "daily").strip()
+try:
+    CELERY_BEAT_SCHEDULE = beat_schedule(TUNING_SCHEDULE)
+except ValueError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+TUNING_WINDOW_DAYS = env_float("TUNING_WINDOW_DAYS", 7.0)
+TUNING_TIME_BUDGET = env_float("TUNING_TIME_BUDGET", 120.0)
+TUNING_REPLAY_TOKENS_PER_SECOND = env_float("TUNING_REPLAY_TOKENS_PER_SECOND", 1_000_000.0)
+TUNING_RECALL_TARGET = env_float("TUNING_RECALL_TARGET", 0.98)
+TUNING_AUTO_APPLY = env_bool("TUNING_AUTO_APPLY", False)
+TUNING_RECALL_FLOOR = env_float("TUNING_RECALL_FLOOR", 0.98)
+TUNING_MAX_STEP = env_float("TUNING_MAX_STEP", 0.15)
+for _name in ("TUNING_WINDOW_DAYS", "TUNING_TIME_BUDGET", "TUNING_REPLAY_TOKENS_PER_SECOND", "TUNING_MAX_STEP"):
+    if not globals()[_name] > 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive number, not {globals()[_name]!r}")
+for _name in ("TUNING_RECALL_TARGET", "TUNING_RECALL_FLOOR"):
+    if not 0 <= globals()[_name] <= 1:
+        raise ImproperlyConfigured(f"{_name} must be a share between 0 and 1 (0.98 for 98%), not {globals()[_name]!r}")
 
 # Every handler drops credentials found in query strings (dashboard.log_filters).
 # django.request goes to the console whatever DEBUG says: with Django's own defaults a 500

@@ -11,6 +11,8 @@ from typing import Any
 from celery import shared_task, signals
 from django.conf import settings
 
+from .schedules import CONTINUOUS_TUNING_TASK
+from .services.continuous_tuning import TUNE_PROJECT_TASK, queue_projects, tune_project
 from .services.runs import (
     RUN_TASK,
     RecoveryCounts,
@@ -50,6 +52,23 @@ def run_tuning_grid_chunk(chunk_id: int) -> str:
     """Replay one chunk of a tuning grid (dashboard.services.tuning_grids); the last chunk
     of a grid sums it. A chunk taken, finished or cancelled is left alone."""
     return run_chunk(int(chunk_id))
+
+
+@shared_task(name=CONTINUOUS_TUNING_TASK, ignore_result=True)
+def continuous_tuning() -> int:
+    """What Celery beat sends on TUNING_SCHEDULE: queue one tuning pass per project (they
+    then run in parallel on the workers); how many were queued."""
+    return queue_projects()
+
+
+# A pass replays about TUNING_TIME_BUDGET seconds' worth of sessions (an estimate, see
+# services.continuous_tuning), so its limits leave it room above a run's.
+@shared_task(name=TUNE_PROJECT_TASK, ignore_result=True,
+             soft_time_limit=max(settings.RUN_SOFT_TIME_LIMIT, int(4 * settings.TUNING_TIME_BUDGET)),
+             time_limit=max(settings.RUN_TIME_LIMIT, int(4 * settings.TUNING_TIME_BUDGET) + 60))
+def tune_project_task(project_id: int) -> int:
+    """One continuous tuning pass over a project; the id of the stored result."""
+    return tune_project(int(project_id)).pk
 
 
 @shared_task(name="dashboard.recover_runs", ignore_result=True)

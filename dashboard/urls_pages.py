@@ -6,6 +6,7 @@ from .views import (
     api_keys,
     archive_browser,
     before_after,
+    continuous_tuning,
     docs,
     force_summarize,
     gateway_call,
@@ -71,4 +72,5 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/grid/latest/", tuning_grid.latest, name="tuning-grid-latest"),
     path("grids/<int:pk>/", tuning_grid.status, name="grid"),
     path("grids/<int:pk>/cancel/", tuning_grid.cancel, name="grid-cancel"),
+    path("tuning/continuous/<int:pk>/", continuous_tuning.evidence, name="tuning-evidence"),
 ]

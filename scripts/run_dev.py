@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""What `make run` runs: migrate, create the demo project, start a Celery worker on the
-embedded filesystem broker, import the demo sessions (their compactions go to that worker),
-serve http://127.0.0.1:8000, and once the server answers, print the demo project's API key
-and a login (last, so the servers' banners do not scroll them away). Ctrl-C stops both. A worker that exits is restarted (with a
-back-off and a log line, scripts/supervisor.py); the web server keeps serving meanwhile.
+"""What `make run` runs: migrate, create the demo project, start a Celery worker and Celery
+beat (the continuous tuning schedule) on the embedded filesystem broker, import the demo
+sessions (their compactions go to that worker), serve http://127.0.0.1:8000, and once the
+server answers, print the demo project's API key and a login (last, so the servers' banners
+do not scroll them away). Ctrl-C stops all three. A worker or beat that exits is restarted
+(with a back-off and a log line, scripts/supervisor.py); the web server keeps serving meanwhile.
 
     python scripts/run_dev.py [--port 8000] [--no-import] [--corpus DIR] [--workers 2]     (make run PORT=9000)
 
 Everything lives in DATA_DIR (default <repo>/.data): the SQLite database, the broker
-folders, the demo credentials. Set DATABASE_URL / CELERY_BROKER_URL to use PostgreSQL
+folders, the demo credentials, beat's schedule file. Set DATABASE_URL / CELERY_BROKER_URL to use PostgreSQL
 and Redis instead.
 """
 from __future__ import annotations
@@ -62,8 +63,12 @@ def main() -> int:
     worker = Child("worker", [py, "-m", "celery", "-A", "dashboard", "worker", "-l", "info",
                               "--concurrency", str(args.workers), "--without-mingle", "--without-gossip"],
                    restart=True, env=env, cwd=str(REPO))
+    # Celery beat sends the continuous tuning task on TUNING_SCHEDULE; its schedule file is
+    # CELERY_BEAT_SCHEDULE_FILENAME (in DATA_DIR), so the repository stays clean.
+    beat = Child("beat", [py, "-m", "celery", "-A", "dashboard", "beat", "-l", "info"], restart=True, env=env,
+                 cwd=str(REPO))
     web = Child("web", manage + ["runserver", f"{args.host}:{args.port}", "--noreload"], env=env, cwd=str(REPO))
-    supervisor = Supervisor([worker, web])
+    supervisor = Supervisor([worker, beat, web])
     running = threading.Thread(target=supervisor.run, name="supervisor", daemon=True)
 
     def stop(*_: object) -> None:
@@ -81,8 +86,8 @@ def main() -> int:
                 supervisor.request_stop()
         if wait_for_web(args.host, args.port, running):
             print(f"\n{login.stdout.strip()}\n\nServing http://{args.host}:{args.port}/ : sign in there with the "
-                  f"login above (API docs: /api/docs, API keys: on the dashboard). Ctrl-C stops the server and "
-                  f"the worker.\n", flush=True)
+                  f"login above (API docs: /api/docs, API keys: on the dashboard). Ctrl-C stops the server, the "
+                  f"worker and beat.\n", flush=True)
         while running.is_alive():
             running.join(0.5)
     finally:

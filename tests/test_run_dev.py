@@ -1,7 +1,9 @@
 """`make run` (scripts/run_dev.py) as a new user sees it: the worker is up before the demo
 import, so the compactions the import queues go to it (no "queued with no live worker"
 warning, no run executed by the importing process), and the API key and login are printed
-last, below the web server's and the worker's banners. Real processes: run_dev.py with its
+last, below the web server's and the worker's banners. Celery beat runs beside them: with a
+short TUNING_SCHEDULE its tuning task goes through the embedded filesystem broker to the
+worker, and its schedule file is written in DATA_DIR, not in the repository. Real processes: run_dev.py with its
 Celery worker and runserver, on a throw-away data folder, a free port and a small corpus
 whose sessions are over their model's window (each import queues a compaction)."""
 from __future__ import annotations
@@ -38,7 +40,8 @@ def _corpus(folder: Path) -> Path:
 
 def test_make_run_starts_the_worker_before_the_import_and_prints_the_login_last(tmp_path):
     port = _free_port()
-    env = dict(os.environ, DATA_DIR=str(tmp_path / "data"), DEBUG="1")
+    env = dict(os.environ, DATA_DIR=str(tmp_path / "data"), DEBUG="1", TUNING_SCHEDULE="5")
+    in_repo = sorted(REPO.glob("celerybeat-schedule*"))
     for name in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"):
         env.pop(name, None)
     log = tmp_path / "run_dev.log"
@@ -51,6 +54,10 @@ def test_make_run_starts_the_worker_before_the_import_and_prints_the_login_last(
         while "Serving http://" not in log.read_text(errors="replace"):
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
             assert time.monotonic() < deadline, "run_dev.py did not get to serving in 300 s:\n" + \
+                log.read_text(errors="replace")[-3000:]
+            time.sleep(0.3)
+        while "Task dashboard.tune_project[" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline + 60, "beat's tuning task did not reach the worker:\n" + \
                 log.read_text(errors="replace")[-3000:]
             time.sleep(0.3)
     finally:
@@ -67,3 +74,6 @@ def test_make_run_starts_the_worker_before_the_import_and_prints_the_login_last(
     assert text.index(" ready.") < login, "the worker's banner comes before the login"
     assert text.index("Starting development server") < login, "the web server's banner comes before the login"
     assert login < text.index("Serving http://") and text.count("API key:") == 1
+    assert "beat: Starting..." in text and "Sending due task continuous-tuning (dashboard.continuous_tuning)" in text
+    assert sorted((tmp_path / "data").glob("celerybeat-schedule*")), "beat's schedule file is in DATA_DIR"
+    assert sorted(REPO.glob("celerybeat-schedule*")) == in_repo, "beat wrote nothing in the repository"

@@ -26,6 +26,7 @@ from compaction.figures import recall as pooled_recall
 from compaction.windows import price_per_token
 
 from ..models import CompactionRun, GatewaySession, Project, RunStatus, Session, TriggerKind
+from .continuous_tuning import TuningNews, latest_tuning, tuning_news
 from .effective_policies import policies_by_combo
 from .runs_list import retention_score
 from .threshold_ratio import NEAR_FRACTION, threshold_ratio
@@ -265,6 +266,8 @@ class Overview:
     closest: list[NearRow]
     expensive: Expensive
     gateway: GatewayTraffic | None
+    #: The latest continuous tuning pass (services.continuous_tuning), None before the first.
+    tuning: TuningNews | None = None
     near_fraction: float = NEAR_FRACTION
 
 
@@ -273,4 +276,10 @@ def overview(project: Project) -> Overview:
     return Overview(savings=savings(project), days=days, chart=chart_data(days),
                     by_trigger=runs_by_trigger_and_status(project), retention=retention_distribution(project),
                     recall=recall_distribution(project), closest=closest_to_threshold(project), expensive=most_expensive(project),
-                    gateway=gateway_traffic(project))
+                    gateway=gateway_traffic(project), tuning=continuous_tuning(project))
+
+
+def continuous_tuning(project: Project) -> TuningNews | None:
+    """What the latest continuous tuning pass found: 1 query."""
+    latest = latest_tuning(project)
+    return tuning_news(latest) if latest is not None else None

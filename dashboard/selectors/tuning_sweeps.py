@@ -12,7 +12,9 @@ from ..services.tuning_sweeps import SWEEP_KINDS
 
 
 def latest_sweep(session: Session) -> TuningSweep | None:
-    return TuningSweep.objects.filter(session_id=session.pk).order_by("-pk").first()
+    """The session's latest sweep from its tuning page (continuous tuning's sweeps, scope
+    ``recent``, have a page of their own: views.continuous_tuning)."""
+    return TuningSweep.objects.filter(session_id=session.pk).exclude(scope="recent").order_by("-pk").first()
 
 
 def sweep_label(sweep: TuningSweep) -> str:

@@ -184,7 +184,7 @@ def run_sweep(sweep_id: int) -> str:
         return "skipped"
     sweep = TuningSweep.objects.get(pk=sweep_id)
     try:
-        points = _sweep_points(sweep)
+        points = sweep_points(sweep, sweep_sessions(sweep))
     except Exception as exc:  # noqa: BLE001 - the row must say why the sweep stopped
         log.exception("sweep %s failed", sweep_id)
         TuningSweep.objects.filter(pk=sweep_id).update(status=SweepStatus.FAILED, error=f"{type(exc).__name__}: {exc}",
@@ -195,10 +195,12 @@ def run_sweep(sweep_id: int) -> str:
     return "done"
 
 
-def _sweep_points(sweep: TuningSweep) -> list[dict[str, Any]]:
+def sweep_points(sweep: TuningSweep, sessions: list[Session]) -> list[dict[str, Any]]:
+    """The sweep's points over ``sessions`` (one replay per setting and session, counted in
+    ``done`` as it goes). Continuous tuning calls it with its own sample of sessions."""
     base = Policy.load(sweep.policy)
     points = [_Point(value=float(v)) for v in sweep.values]
-    for session in sweep_sessions(sweep):
+    for session in sessions:
         raws = _raws(session)
         effective = apply_service_defaults(base, session)
         for point in points:
