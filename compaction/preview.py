@@ -7,6 +7,7 @@ for the agent model and the summarizer model the policy names.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,11 +103,14 @@ class PolicyPreview:
 
 
 def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: list[dict[str, Any]] | None = None,
-                   fallback_model: str | None = None, session_id: str = "preview") -> PolicyPreview:
+                   fallback_model: str | None = None, session_id: str = "preview",
+                   progress: Callable[[int, int], None] | None = None) -> PolicyPreview:
     """Replay ``messages`` through ``policy`` (offline) and price it against no compaction.
-    ``fallback_model`` prices the agent's calls when the policy names no model."""
+    ``fallback_model`` prices the agent's calls when the policy names no model. ``progress``
+    is called after each message (done, total); an exception it raises stops the replay
+    there and reaches the caller (a live preview stops work nobody waits for any more)."""
     report = run_simulation(messages, offline(policy), tools=tools, session_id=session_id, keep_contexts=True,
-                            price_model=policy.model or fallback_model)
+                            price_model=policy.model or fallback_model, progress=progress)
     counter = counter_for(policy)
     counts = counter.count_many([Message(raw, original_id(i), Provenance.ORIGINAL, i)
                                  for i, raw in enumerate(messages)])
