@@ -68,6 +68,7 @@ def main() -> None:
 
     project, _ = get_or_create_project("whatif-bench")
     create_policy(project, POLICY["name"], Policy.load(POLICY), activate=True)
+    project.refresh_from_db()  # the session reads its policy through this object
     user = get_user_model().objects.create_user(f"bench{int(time.time())}", password=PASSWORD)
     set_member(project, user, "owner")
     session = svc.import_session(project, svc.messages_500(args.messages))
@@ -79,7 +80,8 @@ def main() -> None:
     client = Client()
     client.force_login(user)
     url = f"/sessions/{session.pk}/tuning/preview/"
-    client.post(url, posted_form(session), HTTP_HX_REQUEST="true")
+    first = client.post(url, posted_form(session), HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="tuning-errors"' not in first and 'data-compactions="0"' not in first, first[:2000]
 
     print(f"{'threshold':>10} {'compactions':>11} {'replay wall':>12} {'replay cpu':>11} {'server wall':>12} "
           f"{'server cpu':>11}")
@@ -94,7 +96,7 @@ def main() -> None:
             rc.append(cpu)
             r, wall, cpu = timed(lambda t=threshold: client.post(url, posted_form(session, trigger_value=str(t)),
                                                                  HTTP_HX_REQUEST="true"))
-            assert r.status_code == 200, r.status_code
+            assert r.status_code == 200 and b'data-testid="tuning-errors"' not in r.content, r.content[:2000]
             sw.append(wall)
             sc.append(cpu)
         print(f"{threshold:>10,} {fired:>11} {med(rw):>12} {med(rc):>11} {med(sw):>12} {med(sc):>11}")
