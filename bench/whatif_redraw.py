@@ -8,7 +8,7 @@ Prints, per trigger threshold tried:
   Django's test client: form, stored history read, replay, chart, template), wall and CPU;
 - ``browser`` (unless ``--no-browser``): in Chromium against ``manage.py runserver``, the
   time from typing the threshold to the redrawn chart (the new preview swapped in and its
-  uPlot chart drawn), which includes the page's 300 ms debounce.
+  uPlot chart drawn), which includes the page's 250 ms debounce.
 Then a burst: five thresholds typed 100 ms apart, and how many preview requests the server
 replayed to the end (the superseded ones answer 204 or are aborted by the page).
 
@@ -119,7 +119,7 @@ def browser_figures(args, session, username: str, data_dir: Path) -> None:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
                                          args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            aborted: list[str] = []
+            aborted: list[str] = []  # every preview request the page aborted, over the whole run
             page.on("requestfailed", lambda req: aborted.append(req.url) if "/tuning/preview/" in req.url else None)
             page.goto(base + "/login/")
             page.fill("#id_username", username)
@@ -137,9 +137,10 @@ def browser_figures(args, session, username: str, data_dir: Path) -> None:
                                        '[data-chart-ready="true"]', timeout=120_000)
                 times.append(time.perf_counter() - start_at)
             print(f"browser, edit to redrawn chart (s): median {med(times)}, min {min(times):.3f}, "
-                  f"max {max(times):.3f} over {len(times)} edits (300 ms of each is the debounce)")
+                  f"max {max(times):.3f} over {len(times)} edits (250 ms of each is the debounce)")
             # a burst of edits: only the last one's replay should run to its end
-            done_before = log.read_text(errors="replace").count(f"POST /sessions/{session.pk}/tuning/preview/")
+            before = log.read_text(errors="replace")
+            aborted_before = len(aborted)
             page.evaluate("document.querySelector('[data-testid=preview-result]').dataset.old = '1'")
             start_at = time.perf_counter()
             for threshold in (31000, 33000, 35000, 37000, 39000):
@@ -149,12 +150,14 @@ def browser_figures(args, session, username: str, data_dir: Path) -> None:
             page.wait_for_selector('[data-testid=preview-result]:not([data-old]) [data-chart="simulation"]'
                                    '[data-chart-ready="true"]', timeout=120_000)
             burst = time.perf_counter() - start_at
-            page.wait_for_timeout(1000)
-            text = log.read_text(errors="replace")
-            lines = text.count(f"POST /sessions/{session.pk}/tuning/preview/") - done_before
-            stopped = text.count("superseded")
-            print(f"burst of 5 edits 100 ms apart: last chart after {burst:.3f} s; {len(aborted)} requests aborted "
-                  f"by the page, {stopped} replays stopped early by the server, {lines} requests logged")
+            page.wait_for_timeout(3000)  # the superseded requests' own log lines
+            text = log.read_text(errors="replace")[len(before):]
+            path = f"/sessions/{session.pk}/tuning/preview/"
+            answered = {code: sum(1 for line in text.splitlines() if path in line and f'" {code} ' in line)
+                        for code in (200, 204)}
+            print(f"burst of 5 edits 100 ms apart: last chart after {burst:.3f} s; {len(aborted) - aborted_before} requests aborted "
+                  f"by the page, {text.count('superseded')} replays stopped early by the server; answers: "
+                  f"{answered[200]} × 200 (replayed to the end), {answered[204]} × 204 (superseded)")
             browser.close()
     finally:
         svc.stop(web)
