@@ -102,8 +102,15 @@ class PolicyPreview:
         return self.report.lookahead.price_model if self.report.lookahead is not None else self.agent_model
 
 
+#: The session id every preview replays under. Archive entry ids are a hash of the session id
+#: and the context quotes them (the summary's archive references), so a replay named after the
+#: stored session (its database key) would count different tokens for the same history and
+#: policy: a sweep's figures and its recommendation would change with the key.
+PREVIEW_SESSION_ID = "preview"
+
+
 def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: list[dict[str, Any]] | None = None,
-                   fallback_model: str | None = None, session_id: str = "preview",
+                   fallback_model: str | None = None, session_id: str = PREVIEW_SESSION_ID,
                    progress: Callable[[int, int], None] | None = None) -> PolicyPreview:
     """Replay ``messages`` through ``policy`` (offline) and price it against no compaction.
     ``fallback_model`` prices the agent's calls when the policy names no model. ``progress``

@@ -191,7 +191,7 @@ def preview_column(session: Session, raws: list[dict[str, Any]], policy: P.Polic
     replayed over ``raws``."""
     effective = apply_service_defaults(policy, session)
     preview = preview_policy(raws, effective, tools=session.tools or None, fallback_model=session.model or None,
-                             session_id=f"preview-{session.pk}", progress=progress)
+                             progress=progress)  # PREVIEW_SESSION_ID: figures independent of the key
     return PolicyColumn(label=label, trigger_desc=trigger_desc, preview=preview,
                         lines=policy_lines(effective, preview.report.window))
 
