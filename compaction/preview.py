@@ -7,6 +7,7 @@ for the agent model and the summarizer model the policy names.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,15 +103,25 @@ class PolicyPreview:
         return self.report.lookahead.price_model if self.report.lookahead is not None else self.agent_model
 
 
+#: The session id every preview replays under. Archive entry ids are a hash of the session id
+#: and the context quotes them (the summary's archive references), so a replay named after the
+#: stored session (its database key) would count different tokens for the same history and
+#: policy: a sweep's figures and its recommendation would change with the key.
+PREVIEW_SESSION_ID = "preview"
+
+
 def preview_policy(messages: list[dict[str, Any]], policy: Policy, *, tools: list[dict[str, Any]] | None = None,
-                   fallback_model: str | None = None, session_id: str = "preview",
-                   needed_memo: NeededMemo | None = None) -> PolicyPreview:
+                   fallback_model: str | None = None, session_id: str = PREVIEW_SESSION_ID,
+                   needed_memo: NeededMemo | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> PolicyPreview:
     """Replay ``messages`` through ``policy`` (offline) and price it against no compaction.
     ``fallback_model`` prices the agent's calls when the policy names no model;
     ``needed_memo``, shared by previews of the same messages, saves rescanning what each call
-    needed (it does not depend on the policy)."""
+    needed (it does not depend on the policy). ``progress`` is called after each message
+    (done, total); an exception it raises stops the replay there and reaches the caller (a
+    live preview stops work nobody waits for any more)."""
     report = run_simulation(messages, offline(policy), tools=tools, session_id=session_id, keep_contexts=True,
-                            price_model=policy.model or fallback_model, needed_memo=needed_memo)
+                            price_model=policy.model or fallback_model, needed_memo=needed_memo, progress=progress)
     counter = counter_for(policy)
     counts = counter.count_many([Message(raw, original_id(i), Provenance.ORIGINAL, i)
                                  for i, raw in enumerate(messages)])

@@ -8,6 +8,9 @@ number``), as the engine's own validation errors do.
 """
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -155,6 +158,17 @@ SETTINGS = {
     "tool_result_formatter": "hooks.tool_result_formatter",
     "hooks_abort": "hooks.abort_on_error",
 }
+#: The groups the policy form is laid out in, each a collapsed section of the page: its key,
+#: its heading and the inputs it holds. The advanced group also holds the dotted lines.
+GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("trigger", "Trigger", ("trigger_kind", "trigger_value", "model", "context_window", "reserved_output_tokens")),
+    ("reduction", "Reduction", ("reduction",)),
+    ("summary", "Summary and kept tail", ("summarize", "keep_messages", "keep_fraction", "user_turn",
+                                          "max_summary_words", "summarizer_model")),
+    ("injection", "Injection", ("injection", "preserve_user_messages", "language")),
+    ("advanced", "Advanced", ("pre_summary", "post_summary", "input_builder", "tool_call_formatter",
+                              "tool_result_formatter", "hooks_abort", "advanced")),
+)
 #: Settings whose empty choice means "none" (stored as null).
 OPTIONAL_CHOICES = ("language", "input_builder", "tool_call_formatter", "tool_result_formatter")
 
@@ -168,6 +182,27 @@ def _dotted(data: dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node
+
+
+def comparable(value: Any) -> str:
+    """A form value as a text two values can be compared by, the same way the page's script
+    compares what is typed with the active policy: numbers by value ("8" and "8.0" agree),
+    lists as JSON, booleans as true/false, None as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return json.dumps([str(v) for v in value], separators=(",", ":"), ensure_ascii=False)
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    # written as JavaScript's String(Number(text)) writes it
+    return str(int(number)) if number.is_integer() and abs(number) < 1e21 else repr(number)
 
 
 def starting_policy(preset: str, current: P.Policy) -> P.Policy:
@@ -189,6 +224,35 @@ def initial_values(policy: P.Policy, preset: str) -> dict[str, Any]:
     else:
         values["trigger_kind"], values["trigger_value"] = KEEP, None
     return {**values, "preset": preset, "loaded": preset, "advanced": ""}
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    """One input of a group, and whether it differs from the session's active policy."""
+
+    field: forms.BoundField
+    changed: bool
+
+
+@dataclass(frozen=True)
+class FieldGroup:
+    """One collapsed section of the policy form."""
+
+    key: str
+    title: str
+    rows: list[FieldRow]
+    errors: bool
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for row in self.rows if row.changed)
+
+    @property
+    def open(self) -> bool:
+        """The trigger (what the sweep and the recommendation are about) is always open; any
+        other group opens when it holds an error or a setting that differs from the active
+        policy, so nothing that matters is hidden."""
+        return self.key == "trigger" or self.errors or self.changed > 0
 
 
 class PolicyForm(forms.Form):
@@ -265,6 +329,39 @@ class PolicyForm(forms.Form):
         keep = [(KEEP, f"as in the preset: {self.trigger_desc}")] if self["trigger_kind"].value() == KEEP else []
         kinds.choices = keep + [(k, label) for k, label, _key, _cast in TRIGGER_KINDS]
         self._decorate(session_model)
+        active = initial_values(current, CURRENT)
+        #: Each grouped input's value in the session's active policy, as ``comparable`` writes it.
+        self.active_values = {name: "" if name == "advanced" else comparable(active.get(name))
+                              for _key, _title, names in GROUPS for name in names}
+        self._mark_changed()
+
+    def differs(self, name: str) -> bool:
+        """Whether the input shows a value other than the active policy's (any dotted line
+        in the advanced box counts: it overrides something)."""
+        value = self[name].value()
+        if name == "advanced":
+            return any(line.strip() and not line.strip().startswith("#") for line in str(value or "").splitlines())
+        return comparable(value) != self.active_values[name]
+
+    def _mark_changed(self) -> None:
+        """The active value on every grouped input (the page's script compares what is typed
+        with it) and the ``changed`` class on those that differ now."""
+        for name, active in self.active_values.items():
+            attrs = self.fields[name].widget.attrs
+            attrs["data-active"] = active
+            classes = [c for c in str(attrs.get("class", "")).split() if c != "changed"]
+            if self.differs(name):
+                classes.append("changed")
+            if classes:
+                attrs["class"] = " ".join(classes)
+            else:
+                attrs.pop("class", None)
+
+    def groups(self) -> list[FieldGroup]:
+        """The inputs in their groups, in page order."""
+        return [FieldGroup(key, title, [FieldRow(self[name], self.differs(name)) for name in names],
+                           errors=self.is_bound and any(self.errors.get(name) for name in names))
+                for key, title, names in GROUPS]
 
     def _decorate(self, session_model: str) -> None:
         """Ids, test ids, help links and placeholders of the inputs."""
@@ -284,6 +381,7 @@ class PolicyForm(forms.Form):
                 attrs["size"] = str(len(list(field.widget.choices)) or 1)
             if name in placeholders:
                 attrs["placeholder"] = placeholders[name]
+        self.fields["preset"].widget.attrs["aria-describedby"] = f"{self.side}-preset-help"
         self.fields["trigger_value"].widget.attrs.update({
             "step": "any", "data-testid": f"{self.side}-threshold", "aria-describedby": f"{self.side}-trigger-help"})
 

@@ -246,8 +246,9 @@ def simulate_session(request, session_id: SessionId, body: SimulateIn):
             policy = build_policy(policy.to_json(), None, body.overrides)
     raws = list(StoredMessage.objects.filter(session_id=session.pk).order_by("position").values_list("raw", flat=True))
     try:
-        report = simulate(raws, runnable_policy(policy), tools=session.tools or None,
-                          session_id=f"simulate-{session.pk}")
+        # one replay id for every session (as the tuning preview's): archive entry ids hash it and
+        # summaries quote them, so the session's key would change the report's token counts
+        report = simulate(raws, runnable_policy(policy), tools=session.tools or None, session_id="simulate")
     except CompactionError as exc:
         raise Invalid(f"simulation failed: {exc}") from None
     return {"session_id": session.pk, "policy": policy.to_json(), "report": report}

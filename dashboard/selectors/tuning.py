@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, cast
@@ -18,6 +19,7 @@ from compaction.simulate import SimulationReport
 from ..forms import CURRENT, PolicyForm, side_form
 from ..models import Session, StoredMessage, StoredPolicy
 from ..services.policies import apply_service_defaults, default_policy, stored_policy_for
+from ..services.superseded import Superseded
 from .threshold_lines import policy_lines
 
 log = logging.getLogger("dashboard.pages")
@@ -122,9 +124,11 @@ def session_raws(session: Session) -> list[dict[str, Any]]:
     return cast(list[dict[str, Any]], list(raws))
 
 
-def tuning_preview(session: Session, data: QueryDict) -> TuningPreview:
+def tuning_preview(session: Session, data: QueryDict,
+                   progress: Callable[[int, int], None] | None = None) -> TuningPreview:
     """Replay the posted policies (B only when comparing). Errors, whether in the form, in
-    the policy or in the replay, are reported per side and never raise."""
+    the policy or in the replay, are reported per side and never raise; ``progress`` is
+    called as each replay goes, and Superseded raised by it stops the preview."""
     start = starting_point(session)
     compare = data.get("compare") in ("1", "on")
     out = TuningPreview(forms={}, compare=compare)
@@ -150,7 +154,9 @@ def tuning_preview(session: Session, data: QueryDict) -> TuningPreview:
             raws = session_raws(session)
         try:
             out.columns.append(preview_column(session, raws, policy, label=_label(start, form, side),
-                                              trigger_desc=form.trigger_desc))
+                                              trigger_desc=form.trigger_desc, progress=progress))
+        except Superseded:
+            raise
         except (CompactionError, ValueError) as exc:
             out.errors.append({"side": side.upper(), "message": f"simulation failed: {exc}"})
         except Exception as exc:  # noqa: BLE001 - an engine fault must not take the page down
@@ -180,12 +186,12 @@ def _label(start: StartingPoint, form: PolicyForm, side: str) -> str:
 
 
 def preview_column(session: Session, raws: list[dict[str, Any]], policy: P.Policy, *, label: str,
-                   trigger_desc: str) -> PolicyColumn:
+                   trigger_desc: str, progress: Callable[[int, int], None] | None = None) -> PolicyColumn:
     """``policy`` (with the service defaults, as a run of this session would get it)
     replayed over ``raws``."""
     effective = apply_service_defaults(policy, session)
     preview = preview_policy(raws, effective, tools=session.tools or None, fallback_model=session.model or None,
-                             session_id=f"preview-{session.pk}")
+                             progress=progress)  # PREVIEW_SESSION_ID: figures independent of the key
     return PolicyColumn(label=label, trigger_desc=trigger_desc, preview=preview,
                         lines=policy_lines(effective, preview.report.window))
 

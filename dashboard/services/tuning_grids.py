@@ -330,7 +330,7 @@ def _replay(chunk: TuningGridChunk, grid: TuningGrid) -> list[dict[str, Any]] | 
         else:
             try:
                 preview = preview_policy(raws, cell_policy(effective, grid, cell), tools=session.tools or None,
-                                         fallback_model=session.model or None, session_id=f"preview-{session_id}",
+                                         fallback_model=session.model or None,
                                          needed_memo=memo)
                 entry["figures"] = preview.figures.to_dict()
                 if not preview.report.compactions and not preview.report.failed_compactions:

@@ -206,8 +206,9 @@ def sweep_points(sweep: TuningSweep, sessions: list[Session]) -> list[dict[str, 
         for point in points:
             try:
                 policy = with_trigger(effective, sweep.parameter, point.value)
+                # under PREVIEW_SESSION_ID, not the session's key: the same history gives the same points
                 point.add(preview_policy(raws, policy, tools=session.tools or None,
-                                         fallback_model=session.model or None, session_id=f"preview-{session.pk}"))
+                                         fallback_model=session.model or None))
             except (PolicyError, CompactionError, ValueError) as exc:
                 point.errors.append(f"session {session.pk}: {exc}")
             TuningSweep.objects.filter(pk=sweep.pk).update(done=F("done") + 1)

@@ -10,6 +10,8 @@ the offline summarizer's); cost is estimated at litellm's prices for the chosen 
 """
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -33,9 +35,12 @@ from ..selectors.tuning_sweeps import (
 from ..selectors.workers import sweep_waiting_note
 from ..services import Invalid, ServiceError
 from ..services.policies import save_tuned_policy
+from ..services.superseded import Superseded, take_ticket
 from ..services.tuning_apply import apply_sweep_setting, undo_apply
 from ..services.tuning_sweeps import SWEEP_KINDS, request_sweep
 from ._common import is_htmx, page
+
+log = logging.getLogger("dashboard.pages")
 
 
 @login_required
@@ -52,10 +57,18 @@ def tuning(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def preview(request: HttpRequest, pk: int) -> HttpResponse:
-    """Simulate the form's policies over the stored history. Always answers 200 with the
-    preview (errors are shown in it), so htmx swaps it in."""
+    """Simulate the form's policies over the stored history. Answers 200 with the preview
+    (errors are shown in it), so htmx swaps it in; 204 and nothing when a later preview of
+    the same page (``whatif_page``, ``whatif_seq``) has arrived, even mid-replay."""
     session = session_for(request.user, pk)
-    result = tuning_preview(session, request.POST)
+    ticket = take_ticket(int(request.user.pk or 0), session.pk, request.POST.get("whatif_page"), request.POST.get("whatif_seq"))
+    try:
+        if ticket is not None and ticket.superseded():
+            raise Superseded(f"preview {ticket.seq} arrived after a later one")
+        result = tuning_preview(session, request.POST, progress=ticket.progress if ticket is not None else None)
+    except Superseded as exc:
+        log.info("tuning preview of session %s: %s", session.pk, exc)
+        return HttpResponse(status=204)  # htmx swaps nothing; the browser dropped this request anyway
     ctx = {"session": session, "tuning": result, "forms": result.forms, "compare": result.compare,
            "chart": result.chart}
     if is_htmx(request):

@@ -1,5 +1,7 @@
-/* Tuning page: Policy B opens when Compare is turned on and its settings that differ from
- * policy A are highlighted; values typed after a preset was chosen survive the preset's
+/* Tuning page: the policy form's settings that differ from the session's active policy are
+ * marked as they are edited, and each group counts them; Policy B opens when Compare is
+ * turned on and its settings that differ from policy A are highlighted; a preview a later
+ * edit superseded is aborted here and stopped on the server; values typed after a preset was chosen survive the preset's
  * fields arriving from the server; the threshold sweep's chart (uPlot).
  */
 (function () {
@@ -66,6 +68,36 @@
       el.classList.toggle("differs", differs);
       var label = el.closest("label") || (el.id && b.querySelector("label[for='" + el.id + "']"));
       if (label) label.classList.toggle("differs", differs);
+    });
+  }
+
+  // -- against the session's active policy ----------------------------------------------------------
+  // Each grouped input carries the active policy's value (data-active, written as the server
+  // compares it); an input whose value differs is marked, and its group counts the marks.
+  function comparable(el) {
+    var v = readValue(el);
+    if (typeof v === "boolean") return v ? "true" : "false";
+    if (Array.isArray(v)) return JSON.stringify(v);
+    v = String(v).trim();
+    if (el.tagName === "TEXTAREA") {
+      return v.split("\n").some(function (l) { l = l.trim(); return l && l.charAt(0) !== "#"; }) ? v : "";
+    }
+    var n = Number(v);
+    return v !== "" && isFinite(n) ? String(n) : v;
+  }
+
+  function markChanged(root) {
+    (root || document).querySelectorAll("#tuning-form .policy-group").forEach(function (group) {
+      var count = 0;
+      group.querySelectorAll("[data-active]").forEach(function (el) {
+        var changed = comparable(el) !== el.getAttribute("data-active");
+        if (changed) count += 1;
+        el.classList.toggle("changed", changed);
+        var label = el.closest("label") || (el.id && group.querySelector("label[for='" + el.id + "']"));
+        if (label) label.classList.toggle("changed", changed);
+      });
+      var note = group.querySelector(".changed-count");
+      if (note) { note.hidden = count === 0; note.textContent = count + " changed"; }
     });
   }
 
@@ -177,6 +209,23 @@
     (root || document).querySelectorAll("[data-sweep-chart]").forEach(renderSweep);
   }
 
+  // -- live previews: the server stops one that a later edit superseded --------------------------------
+  // htmx aborts the superseded request (hx-sync="this:replace"); the page's token and a number
+  // per preview let the server see that a later one arrived and stop the replay it is running.
+  var whatifPage = (function () {
+    var a = new Uint8Array(12);
+    (window.crypto || window.msCrypto).getRandomValues(a);
+    return Array.prototype.map.call(a, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  })();
+  var whatifSeq = 0;
+
+  document.addEventListener("htmx:configRequest", function (e) {
+    if (!/\/tuning\/preview\/?$/.test(e.detail.path || "")) return;
+    whatifSeq += 1;
+    e.detail.parameters["whatif_page"] = whatifPage;
+    e.detail.parameters["whatif_seq"] = String(whatifSeq);
+  });
+
   // -- wiring ---------------------------------------------------------------------------------------
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.getElementById("tuning-form");
@@ -185,13 +234,15 @@
       fieldsets.b = document.getElementById("fields-b");
       form.addEventListener("input", noteInput, true);
       form.addEventListener("change", noteInput, true);
-      form.addEventListener("input", function () { markDifferences(); });
+      form.addEventListener("input", function () { markDifferences(); markChanged(); });
       form.addEventListener("change", function (e) {
         if (e.target.name === "compare") syncCompare(form);
         markDifferences();
+        markChanged();
       });
       syncCompare(form);
       markDifferences();
+      markChanged();
     }
     initSweeps(document);
     // the theme toggle changes the colours the chart was drawn with
@@ -201,7 +252,7 @@
   });
   document.addEventListener("htmx:afterSettle", function () {
     var form = document.getElementById("tuning-form");
-    if (form) { restoreTyped(form); markDifferences(); }
+    if (form) { restoreTyped(form); markDifferences(); markChanged(); }
   });
   document.addEventListener("htmx:load", function (e) { initSweeps(e.detail.elt.parentNode || document); });
   document.addEventListener("htmx:beforeCleanupElement", function (e) {

@@ -62,7 +62,18 @@ def test_a_real_transcript_renders_cleanly_everywhere(page, signed_in, console, 
     page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]', timeout=300_000)
     page.evaluate("window.scrollTo(0, 0)")
     settle(page)
+    assert page.get_by_test_id("recommendation-text").inner_text().startswith("Lowest input cost")
     save(page, "tuning", full_page=True)
+    # at a phone's width: the answer (current setting, recommendation, sweep chart) first
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.wait_for_selector('[data-sweep-chart][data-chart-ready="true"]')
+    settle(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    top = page.get_by_test_id("sweep-chart").bounding_box()
+    page.screenshot(path=str(DOCS / "tuning_phone.png"), full_page=True,
+                    clip={"x": 0, "y": 0, "width": 390, "height": top["y"] + top["height"] + 400})
+    page.set_viewport_size({"width": 1360, "height": 1100})
     page.goto(signed_in(f"/sessions/{s.pk}/archive/?entry={runs[0].archive_refs[0]}"))
     settle(page)
     save(page, "archive")

@@ -31,7 +31,7 @@ def chart(html: str) -> dict:
 def test_the_page_has_the_form_and_a_preview_that_loads_itself(web, grown):
     html = web.get(reverse("pages:tuning", args=[grown.pk])).content.decode()
     assert 'data-testid="tuning-form"' in html and 'data-testid="tuning-preview"' in html
-    assert 'hx-trigger="load"' in html and 'hx-trigger="input delay:600ms, submit"' in html
+    assert 'hx-trigger="load"' in html and 'hx-trigger="input delay:250ms, submit"' in html
     assert 'name="a-trigger_value"' in html and 'value="6000"' in html
 
 

@@ -31,3 +31,18 @@ def test_simulate_accepts_a_preset_or_a_stored_policy(api, small_session):
     assert api.post(f"/api/sessions/{sid}/simulate", {"policy_id": pid}).json()["policy"]["name"] == "sagents"
     bad = api.post(f"/api/sessions/{sid}/simulate", {"preset": "nope"})
     assert bad.status_code == 422 and bad.json()["field"] == "preset"
+
+
+def test_two_sessions_with_the_same_history_simulate_to_the_same_report(api):
+    """Archive entry ids hash the replay's session id and summaries quote them: a replay named
+    after the session's key counted different tokens for the same messages."""
+    msgs = chat(30)
+    policy = {"trigger": {"kind": "tokens", "threshold": 3000}, "cut": {"keep_messages": 4}}
+    reports = []
+    for _ in range(2):
+        sid = api.post("/api/sessions", {"messages": msgs, "auto_compact": False}).json()["session"]["id"]
+        api.post("/api/sessions", {"messages": chat(3), "auto_compact": False})  # the next key is not adjacent
+        reports.append(api.post(f"/api/sessions/{sid}/simulate", {"policy": policy}).json()["report"])
+    assert reports[0]["compactions"]
+    assert [c["tokens_after"] for c in reports[0]["compactions"]] == [c["tokens_after"] for c in reports[1]["compactions"]]
+    assert reports[0]["final_context_tokens"] == reports[1]["final_context_tokens"]
