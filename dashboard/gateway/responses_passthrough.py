@@ -154,6 +154,7 @@ class _Relay:
         self.seq = 0
         self.done: list[dict[str, Any]] = []  # the upstream's finished output items, in order
         self.leading_sent = not leading
+        self.finished = False  # a finished response (completed, incomplete or failed) came
 
     def _numbered(self, event: dict[str, Any]) -> dict[str, Any]:
         event = dict(event, sequence_number=self.seq)
@@ -205,10 +206,15 @@ class _Relay:
                 yield self._numbered(event)
         except GatewayError as exc:
             yield self._error(exc)
+            return
+        if not self.finished:  # cut off before its response was finished: nothing to store
+            yield self._error(GatewayError(502, "the upstream's event stream ended before its response was finished",
+                                           type="server_error"))
 
     def _store(self, response: dict[str, Any], kind: str) -> None:
         """The reply stored (before the stream's last event: a streaming client has read all
         along, so the write is not what it waits for) and the response kept."""
+        self.finished = True
         output = [o for o in response.get("output") or [] if o not in self.leading] or self.done
         upstream_s = time.perf_counter() - self.started
         if kind == "response.failed":
