@@ -9,8 +9,8 @@ due (the policy's window is far above the session).
 ``--api responses``: the gateway is called with ``client.responses.create`` and the session
 as Responses input items (messages, function calls and their outputs; about 1,000 items at
 1,000 messages), resent whole every round as the Agents SDK does; the direct call is still
-the chat completion the upstream serves (the scripted server speaks chat completions only),
-so "added" is what the Responses endpoint costs beyond the model call it makes.
+the chat completion the upstream serves (the model call the translated path makes), so
+"added" is what the Responses endpoint costs beyond the model call it makes.
 
 A throw-away data dir (SQLite) is used unless DATABASE_URL is set (the issue's goal is on
 PostgreSQL). Each round sends the agent's whole history plus one new user message, once

@@ -183,10 +183,13 @@ def build_outcome(run: RunContext, done: Compaction, tail: TailorStep | None) ->
                         fates=fin.fates if fin is not None else {}, reduced=red.rows, dropped=drops)
     summary = fin.summary if fin is not None else None
     result = summary.result if summary is not None else None
+    context = render_messages(messages)
+    # Both counts are of the messages sent (the rendered context a client reads back), not of
+    # the engine's: a summary's re-inserted user messages travel inside its turn.
     return Outcome(
-        messages=list(messages), context=render_messages(messages),
+        messages=list(messages), context=context,
         tokens_before=run.before.as_dict(), tokens_after=totals_of(after_tokens, run.tools_tokens).as_dict(),
-        messages_before=len(run.messages), messages_after=len(messages),
+        messages_before=len(render_messages(run.messages)), messages_after=len(context),
         archive_refs=[e.id for e in entries], ledger_rows=rows, events=events, trigger=done.trigger,
         tokens_cleared=red.tokens_cleared, tokens_truncated=red.tokens_truncated, reduction_events=red.edits,
         notes=notes,

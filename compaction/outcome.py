@@ -36,6 +36,8 @@ class Outcome:
     context: list[dict[str, Any]]
     tokens_before: dict[str, int]
     tokens_after: dict[str, int]
+    # messages of the context as sent (``render_messages``), before and after: what the
+    # service's GET context lists; ``len(messages)`` is the engine's own count
     messages_before: int
     messages_after: int
     archive_refs: list[str]

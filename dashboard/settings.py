@@ -288,6 +288,11 @@ COMPACTION_CONNECTIONS = _connections_setting(os.environ.get("COMPACTION_CONNECT
 # names go to a model connection (COMPACTION_CONNECTIONS / admin) whose models allow them.
 GATEWAY_API_BASE = os.environ.get("GATEWAY_API_BASE", "").strip()
 GATEWAY_API_KEY = os.environ.get("GATEWAY_API_KEY", "").strip()
+# The upstreams that serve OpenAI's Responses API themselves, by name: GATEWAY_API_BASE and/or
+# model connections' names, comma-separated. POST /v1/responses passes through to their
+# /responses (after compaction) instead of translating to chat completions.
+GATEWAY_RESPONSES_PASSTHROUGH = frozenset(
+    n.strip() for n in os.environ.get("GATEWAY_RESPONSES_PASSTHROUGH", "").split(",") if n.strip())
 # Seconds an upstream call may take; seconds a request waits for a compaction run another
 # worker is executing before it answers with what it has.
 GATEWAY_TIMEOUT = env_float("GATEWAY_TIMEOUT", 600.0)

@@ -369,7 +369,8 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("/v1/responses", "gateway_responses_create", "Response through the gateway",
              "OpenAI's Responses API for any upstream: the input items (or a previous response's history and the new "
              "input) are stored, the policy runs (or the request's context_management threshold), and the live "
-             "context goes upstream in chat-completions form.",
+             "context goes upstream in chat-completions form, or as Responses input items to the upstream's own "
+             "/responses when the operator declared that upstream as serving them (GATEWAY_RESPONSES_PASSTHROUGH).",
              ResponseCreateRequest, Response, OpenAIError,
              "named events: response.created, response.in_progress, response.output_item.added, "
              "response.output_text.delta, response.function_call_arguments.delta, response.output_item.done, "

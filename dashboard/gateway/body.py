@@ -34,13 +34,18 @@ KNOWN = FORWARDED | READ_HERE
 class RawMessages:
     """Where the body's ``messages`` array lies in the body's text: ``text[start]`` is its
     ``[`` and its last element ends just before ``text[end]``. Digests of the array's text
-    from the ``[`` are SHA-256 of its UTF-8 bytes, taken in one pass however many are asked."""
+    from the ``[`` are SHA-256 of its UTF-8 bytes, taken in one pass however many are asked.
+    ``seed``: (n, a SHA-256 object holding the first n characters from the ``[``), when the
+    caller has it already (``responses_input``: the text it resends as it made it last time),
+    so those characters are not hashed again."""
 
-    def __init__(self, text: str, start: int, end: int, ascii_bytes: bytes | None):
+    def __init__(self, text: str, start: int, end: int, ascii_bytes: bytes | None,
+                 seed: tuple[int, Any] | None = None):
         self.text, self.start, self.end = text, start, end
         self._bytes = memoryview(ascii_bytes) if ascii_bytes is not None else None
-        self._hasher = hashlib.sha256()
-        self._hashed = start  # text[start:_hashed] is in the hasher
+        self._hasher = seed[1].copy() if seed is not None else hashlib.sha256()
+        self._hashed = start + (seed[0] if seed is not None else 0)  # text[start:_hashed] is in the hasher
+        self._seeded = seed is not None
 
     @property
     def length(self) -> int:
@@ -53,8 +58,13 @@ class RawMessages:
         an earlier request, it is that boundary here too: the elements are JSON objects,
         whose text ends where they end, whatever follows."""
         stop = self.start + length
-        if not self.start < stop <= self.end or stop < self._hashed:
+        if not self.start < stop <= self.end:
             return None
+        if stop < self._hashed:
+            if not self._seeded:
+                return None
+            # before the seed: no digest was taken there, so it is taken whole (rare)
+            return hashlib.sha256(self.text[self.start:stop].encode("utf-8", "surrogatepass")).hexdigest()
         if stop > self._hashed:
             chunk = (self._bytes[self._hashed:stop] if self._bytes is not None
                      else self.text[self._hashed:stop].encode("utf-8", "surrogatepass"))

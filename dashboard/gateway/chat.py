@@ -186,7 +186,7 @@ def complete(prep: Prepared) -> dict[str, Any]:
     message = dict(reply, refusal=None)
     answered = time.perf_counter()
     prep.reply = {"message": reply, "finish_reason": choice.finish_reason or "stop", "usage": usage}
-    prep.after = lambda: _store_reply(prep, reply, usage, upstream_s, answered)
+    prep.after = lambda: store_call_reply(prep, reply, usage, upstream_s, answered)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
@@ -194,7 +194,7 @@ def complete(prep: Prepared) -> dict[str, Any]:
             "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
-def _store_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | None, upstream_s: float,
+def store_call_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | None, upstream_s: float,
                  answered: float | None = None) -> None:
     """The reply and the call's row, in one transaction, where the request left the history."""
     store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
@@ -286,7 +286,7 @@ def _relay(prep: Prepared, chunks: Any, sent: float) -> Iterator[dict[str, Any]]
     prep.reply = {"message": reply, "finish_reason": finish or "stop", "usage": usage, "streamed": True}
     # stored before the stream's last events: a streaming client has been reading all along,
     # so the write is not what it waits for
-    _store_reply(prep, reply, usage, upstream_s)
+    store_call_reply(prep, reply, usage, upstream_s)
     if finish is None:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": prep.body.model,
                "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}

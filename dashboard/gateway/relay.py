@@ -77,9 +77,10 @@ def _error(status: int, text: str, headers: httpx.Headers) -> GatewayError:
     return upstream_failure(status, message, body=obj, retry_after=headers.get("retry-after"))
 
 
-def _post(api_base: str, api_key: str, timeout: float, data: bytes, stream: bool) -> httpx.Response:
+def _post(api_base: str, api_key: str, timeout: float, data: bytes, stream: bool,
+          path: str = "chat/completions") -> httpx.Response:
     client = _client(api_base, timeout)
-    request = client.build_request("POST", "chat/completions", content=data,
+    request = client.build_request("POST", path, content=data,
                                    headers={"Authorization": f"Bearer {api_key}",
                                             "Content-Type": "application/json",
                                             "Accept": "text/event-stream" if stream else "application/json"})
@@ -115,7 +116,29 @@ def stream(api_base: str, api_key: str, timeout: float, data: bytes) -> Iterator
     """A streaming completion: its chunks, parsed from the upstream's server-sent events. An
     HTTP error status raises at once (before the first chunk); an error event mid-stream
     raises where it comes."""
-    response = _post(api_base, api_key, timeout, data, stream=True)
+    return _events(_event_stream(api_base, api_key, timeout, data, "chat/completions"))
+
+
+def respond(api_base: str, api_key: str, timeout: float, data: bytes) -> dict[str, Any]:
+    """``POST /responses`` to an upstream that serves OpenAI's Responses API: its
+    ``response`` object."""
+    response = _post(api_base, api_key, timeout, data, stream=False, path="responses")
+    text = response.text
+    if response.status_code >= 400:
+        raise _error(response.status_code, text, response.headers)
+    return _object(text, "answer is not a response object")
+
+
+def respond_stream(api_base: str, api_key: str, timeout: float, data: bytes) -> Iterator[dict[str, Any]]:
+    """``POST /responses`` streamed: the upstream's Responses events (each a JSON object
+    with its ``type``), as they come. An HTTP error status raises at once; the events,
+    ``error`` ones included, are the caller's to read."""
+    return _response_events(_event_stream(api_base, api_key, timeout, data, "responses"))
+
+
+def _event_stream(api_base: str, api_key: str, timeout: float, data: bytes, path: str) -> httpx.Response:
+    """The upstream's open event stream; a GatewayError when it answered anything else."""
+    response = _post(api_base, api_key, timeout, data, stream=True, path=path)
     if response.status_code >= 400 or not response.headers.get("content-type", "").startswith("text/event-stream"):
         try:
             text = response.read().decode("utf-8", "replace")
@@ -125,7 +148,24 @@ def stream(api_base: str, api_key: str, timeout: float, data: bytes) -> Iterator
             raise _error(response.status_code, text, response.headers)
         raise GatewayError(502, f"the upstream did not answer with an event stream: {text.strip()[:200]!r}",
                            type="server_error")
-    return _events(response)
+    return response
+
+
+def _response_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    try:
+        for line in response.iter_lines():
+            if not line.startswith("data:"):  # ("event:" lines repeat the type the data carries)
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            yield _object(data, "event is not a JSON object")
+    except httpx.TimeoutException as exc:
+        raise upstream_failure(None, str(exc) or type(exc).__name__, timeout=True) from None
+    except httpx.HTTPError as exc:
+        raise upstream_failure(None, f"the upstream broke off its stream: {type(exc).__name__}: {exc}") from None
+    finally:
+        response.close()
 
 
 def _events(response: httpx.Response) -> Iterator[Payload]:

@@ -16,6 +16,7 @@ stands for). Without the entry, the project's policy decides as on the other end
 and the output carries no compaction item (a client that did not ask may not know one)."""
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from ..models import Project
 from ..services.gateway_responses import keep_response, new_response_id
 from ..services.policies import project_policy
 from . import chat, responses_input
+from . import responses_passthrough as passthrough
 from . import responses_wire as wire
 from .body import ChatBody
 from .errors import GatewayError, bad_request, project_gone
@@ -123,6 +125,15 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())
+    if prep.up.responses:  # the operator's upstream serves the Responses API itself
+        def keep(reply: dict[str, Any]) -> None:
+            _keep(prep, response_id, project, reply)
+
+        if not req.stream:
+            return Answer(prep, response=passthrough.complete(prep, req, response_id, leading, keep))
+        events = passthrough.stream(prep, req, response_id, leading, keep)
+        first = next(events, None)  # as below: an upstream failing at once answers with its status
+        return Answer(prep, events=itertools.chain([first] if first is not None else [], events))
     if not req.stream:
         completion = chat.complete(prep)
         choice = completion["choices"][0]

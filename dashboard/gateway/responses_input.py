@@ -18,6 +18,7 @@ converted message is kept apart from the others, because a ``function_call`` ite
 may still join it (parallel calls share one assistant turn)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ class Seen:
     head: str  # JSON text of the converted messages but the last: "[m0, ..., m(k-1)"
     head_count: int
     last: str  # JSON text of the last converted message
+    head_hash: Any  # SHA-256 of ``head`` (the identity digests the chat text: not hashed again)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Converted:
     messages: list[dict[str, Any]]
     skipped: Skipped | None
     last: str  # JSON text of the last message, as converted (before any check changed it)
+    # (n, SHA-256 of text[:n]) when the text starts with a head this process hashed already
+    seed: tuple[int, Any] | None = None
 
 
 _SEEN: dict[tuple[int, str], Seen] = {}
@@ -87,7 +91,8 @@ def resume(project_id: int, header: str | None, req: ResponsesRequest) -> Conver
     convert(req.input, 0, out, base=skipped.count)
     parts = [json.dumps(m) for m in out]
     text = f"{seen.head}, {', '.join(parts)}]"
-    return Converted(text, out, Skipped(text, 0, len(seen.head), seen.head_count), parts[-1])
+    return Converted(text, out, Skipped(text, 0, len(seen.head), seen.head_count), parts[-1],
+                     seed=(len(seen.head), seen.head_hash))
 
 
 def whole(messages: list[dict[str, Any]]) -> Converted:
@@ -114,11 +119,23 @@ def remember(project_id: int, header: str | None, req: ResponsesRequest, convert
     if _seen_chars + head_end > _SEEN_MAX_CHARS:
         _SEEN.clear()
         _seen_chars = 0
-    _SEEN[key] = Seen(Hint(items, raw.length, digest), req.instructions, text[:head_end], count - 1, last)
+    # the head's hash from the one this text started with, when it did: only what follows
+    # it is hashed (the text is ASCII: json.dumps escapes the rest)
+    seed = converted.seed
+    if seed is not None and seed[0] <= head_end:
+        head_hash = seed[1].copy()
+        head_hash.update(text[seed[0]:head_end].encode("ascii"))
+    else:
+        head_hash = hashlib.sha256(text[:head_end].encode("ascii"))
+    _SEEN[key] = Seen(Hint(items, raw.length, digest), req.instructions, text[:head_end], count - 1, last, head_hash)
     _seen_chars += head_end
 
 
 def chat_raw(converted: Converted) -> RawMessages:
-    """Where the messages lie in their JSON text (all of it: the array and nothing else)."""
+    """Where the messages lie in their JSON text (all of it: the array and nothing else).
+    A text resumed from a kept head starts hashed (``Converted.seed``): only what follows the
+    head is encoded and hashed when the identity digests it."""
     text = converted.text
+    if converted.seed is not None:
+        return RawMessages(text, 0, len(text) - 1, None, seed=converted.seed)
     return RawMessages(text, 0, len(text) - 1, text.encode("ascii"))

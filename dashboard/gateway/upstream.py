@@ -37,6 +37,9 @@ class Upstream:
     model: str             # the litellm model string
     api_base: str | None
     api_key: str | None
+    # the operator declared that this upstream serves the Responses API itself
+    # (GATEWAY_RESPONSES_PASSTHROUGH): POST /v1/responses is passed through to it
+    responses: bool = False
 
 
 def _how_to_map(model: str) -> str:
@@ -47,12 +50,28 @@ def _how_to_map(model: str) -> str:
             f"(COMPACTION_CONNECTIONS or the admin; connections now: {', '.join(names) or 'none'})")
 
 
+PASSTHROUGH_SETTING = "GATEWAY_RESPONSES_PASSTHROUGH"
+
+
+def _serving_responses(up: Upstream, name: str) -> Upstream:
+    """``up``, marked as serving the Responses API when the operator lists ``name`` in
+    GATEWAY_RESPONSES_PASSTHROUGH (only the operator's settings decide where a request and its
+    key go, never the client). Such an upstream must be one the gateway posts to itself."""
+    if name not in settings.GATEWAY_RESPONSES_PASSTHROUGH:
+        return up
+    if not (up.model.startswith("openai/") and up.api_base):
+        raise GatewayError(502, f"{PASSTHROUGH_SETTING} lists {name!r}, but {up.via} is not an OpenAI-compatible "
+                                f"server address (its models need the openai/ prefix and an api_base) to pass "
+                                f"Responses requests to", type="server_error")
+    return Upstream(up.via, up.model, up.api_base, up.api_key, responses=True)
+
+
 def resolve(model: str) -> Upstream:
     """The upstream for ``model``; a GatewayError (400) saying how to map it otherwise."""
     if "/" not in model and settings.GATEWAY_API_BASE:
         register_secrets([settings.GATEWAY_API_KEY])
-        return Upstream("GATEWAY_API_BASE", f"openai/{model}", settings.GATEWAY_API_BASE,
-                        settings.GATEWAY_API_KEY or connections.NO_KEY)
+        return _serving_responses(Upstream("GATEWAY_API_BASE", f"openai/{model}", settings.GATEWAY_API_BASE,
+                                           settings.GATEWAY_API_KEY or connections.NO_KEY), "GATEWAY_API_BASE")
     for conn in connections.registry().values():
         if not conn.allows(model):
             continue
@@ -68,7 +87,7 @@ def resolve(model: str) -> Upstream:
                                     f"{conn.api_key_env} is not set", type="server_error")
         if key is None and conn.api_base:
             key = connections.NO_KEY
-        return Upstream(f"connection {conn.name}", model, conn.api_base, key)
+        return _serving_responses(Upstream(f"connection {conn.name}", model, conn.api_base, key), conn.name)
     raise GatewayError(400, _how_to_map(model), param="model", code="model_not_found")
 
 

@@ -40,13 +40,17 @@ def test_forcing_a_compaction_answers_202_with_a_run_id_and_the_run_shrinks_the_
     after = api.get(f"/api/sessions/{sid}/context").json()
     assert after["version"] > before["version"] and after["compactions"] == 1
     assert after["tokens"]["total"] == run["tokens_after"]["total"]
-    # messages_after counts the engine's messages; user messages re-inserted after the summary
-    # are sent inside the summary's turn, so the context sent can hold fewer
-    assert after["message_count"] == run["messages_after"] and len(after["messages"]) <= run["messages_after"]
+    # one count of the context everywhere: the messages sent. The user messages a summary re-inserts
+    # travel inside the summary's turn, so the engine holds more items than are sent.
+    assert after["message_count"] == run["messages_after"] == len(after["messages"])
+    assert run["messages_before"] == before["message_count"] == len(before["messages"])
+    items = SessionContext.objects.get(session_id=sid).load_items()
+    assert len(items) > len(after["messages"]) and any(i.get("meta", {}).get("join_summary") for i in items)
     assert len(after["messages"]) < len(before["messages"])
     assert any(run["summary"][:40] in str(m.get("content")) for m in after["messages"])
     detail = api.get(f"/api/sessions/{sid}").json()
     assert detail["compaction_count"] == 1 and detail["context_tokens"] == after["tokens"]["total"]
+    assert detail["context_messages"] == len(after["messages"])
     assert detail["message_count"] == small_session["message_count"]  # the history keeps everything
 
 

@@ -1,8 +1,8 @@
 """Waiting for the write the gateway makes after a non-streaming answer has been sent.
 
 The gateway stores the upstream's reply (and the call's row) once its answer is out, off the
-client's clock (``dashboard.gateway.chat.complete`` leaves it in ``prep.after``; the
-response's ``close()`` runs it). A test that reads the database right after its SDK call
+client's clock (``dashboard.gateway.chat.complete`` and ``responses_passthrough.complete``
+leave it in ``prep.after``; the response's ``close()`` runs it). A test that reads the database right after its SDK call
 returns would race that write, so the SDK clients of the gateway tests wait for it: every
 answer produced counts as one write pending until ``store_after_sent`` has finished, and an
 httpx response hook waits until none is pending. This is instrumentation of the real code
@@ -14,7 +14,7 @@ import threading
 import httpx
 import httpx2
 
-from dashboard.gateway import chat
+from dashboard.gateway import chat, responses_passthrough
 
 _cv = threading.Condition()
 _pending: set[int] = set()  # id() of each request whose answer is out and whose write has not run
@@ -24,13 +24,15 @@ def install(monkeypatch) -> None:
     """Track the answers and the writes that follow them (undone with ``monkeypatch``)."""
     with _cv:
         _pending.clear()
-    complete, store = chat.complete, chat.store_after_sent
+    store = chat.store_after_sent
 
-    def tracked_complete(prep):
-        out = complete(prep)
-        with _cv:
-            _pending.add(id(prep))
-        return out
+    def tracked(complete):
+        def tracked_complete(prep, *args):
+            out = complete(prep, *args)
+            with _cv:
+                _pending.add(id(prep))
+            return out
+        return tracked_complete
 
     def tracked_store(prep):
         try:
@@ -40,7 +42,10 @@ def install(monkeypatch) -> None:
                 _pending.discard(id(prep))
                 _cv.notify_all()
 
-    monkeypatch.setattr(chat, "complete", tracked_complete)
+    # both answers stored after they are sent: chat completions (and Responses translated
+    # to them), and Responses passed through to an upstream that serves them
+    monkeypatch.setattr(chat, "complete", tracked(chat.complete))
+    monkeypatch.setattr(responses_passthrough, "complete", tracked(responses_passthrough.complete))
     monkeypatch.setattr(chat, "store_after_sent", tracked_store)
 
 

@@ -24,6 +24,14 @@ A request with ``"stream": true`` gets the same answer as server-sent events, in
 chunks as OpenAI streams them (role, content pieces, tool-call pieces, finish reason, a
 usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``).
 
+``POST /v1/responses`` (and ``/responses``) is served too, as an upstream that speaks
+OpenAI's Responses API: the same behaviours answer with a ``response`` object (a message
+item for the text, a ``function_call`` item per tool call, usage in input/output tokens), or
+with its server-sent events when ``"stream": true`` (``response.created``,
+``response.in_progress``, each item's ``added``, deltas, ``done`` events, then
+``response.completed``). :func:`stream_error` answers an event stream that fails after its
+first events (an ``error`` event), in either API.
+
 Every request is recorded (path, headers, raw body bytes, parsed JSON) in the
 order it arrived, including requests whose client gave up before the answer.
 """
@@ -40,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+RESPONSES_PATHS = ("/v1/responses", "/responses")
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,13 @@ def echo_auth(status: int = 401) -> Behaviour:
     return Behaviour("echo_auth", status=status)
 
 
+def stream_error(message: str, text: str = "partial answer") -> Behaviour:
+    """A stream that starts answering ``text`` and then fails with an error event whose
+    message is ``message`` (chat: a ``data: {"error": ...}`` chunk; Responses: an ``error``
+    event). Without ``"stream": true`` it is a 500 with ``message``."""
+    return Behaviour("stream_error", text=text, body=message.encode())
+
+
 def slow(seconds: float, text: str = "late summary") -> Behaviour:
     """Sleep ``seconds`` before answering ``text`` (to exercise client timeouts)."""
     return Behaviour("slow", text=text, delay=seconds)
@@ -112,6 +128,12 @@ class RecordedRequest:
     def messages(self) -> list[dict]:
         return list(self.json.get("messages") or []) if isinstance(self.json, dict) else []
 
+    @property
+    def input(self) -> list[dict]:
+        """A Responses request's input items (a string input as its one user message)."""
+        value = self.json.get("input") if isinstance(self.json, dict) else None
+        return [{"role": "user", "content": value}] if isinstance(value, str) else list(value or [])
+
 
 @dataclass
 class _State:
@@ -126,7 +148,8 @@ def _usage_for(request_json: Any, text: str, usage: dict | None) -> dict:
     if usage is not None:
         return usage
     # A rough, deterministic stand-in for provider usage: 4 characters a token.
-    prompt_chars = len(json.dumps(request_json.get("messages", []) if isinstance(request_json, dict) else ""))
+    sent = request_json.get("messages", request_json.get("input", [])) if isinstance(request_json, dict) else ""
+    prompt_chars = len(json.dumps(sent))
     prompt, completion = max(1, prompt_chars // 4), max(0, len(text) // 4)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -187,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
                 behaviour = state.shared.popleft()
             else:
                 behaviour = None
-        if self.path.split("?", 1)[0] not in CHAT_PATHS:
+        if self.path.split("?", 1)[0] not in CHAT_PATHS + RESPONSES_PATHS:
             record.behaviour = "not_found"
             self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
             return
@@ -221,6 +244,18 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "slow":
             time.sleep(b.delay)
         model = request_json.get("model", "scripted") if isinstance(request_json, dict) else "scripted"
+        streamed = isinstance(request_json, dict) and bool(request_json.get("stream"))
+        if b.kind == "stream_error" and not streamed:
+            payload = {"error": {"message": (b.body or b"").decode(), "type": "server_error", "code": 500}}
+            self._send(500, json.dumps(payload).encode())
+            return
+        if self.path.split("?", 1)[0] in RESPONSES_PATHS:
+            responses = _Responses(b, request_json, number, model)
+            if streamed:
+                self._send(200, responses.events(), content_type="text/event-stream")
+            else:
+                self._send(200, json.dumps(responses.response()).encode())
+            return
         if isinstance(request_json, dict) and request_json.get("stream"):
             self._stream(b, request_json, number, model)
             return
@@ -256,11 +291,87 @@ class _Handler(BaseHTTPRequestHandler):
                                                   "function": {"name": call["function"]["name"], "arguments": ""}}]}))
             events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
                        for piece in (args[:cut], args[cut:]) if piece]
+        if b.kind == "stream_error":
+            events.append({"error": {"message": (b.body or b"").decode(), "type": "server_error", "code": 500}})
+            body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+            self._send(200, body, content_type="text/event-stream")
+            return
         events.append(chunk({}, "tool_calls" if b.tool_calls else "stop"))
         if (request_json.get("stream_options") or {}).get("include_usage"):
             events.append(dict(head, choices=[], usage=_usage_for(request_json, b.text, b.usage)))
         body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
         self._send(200, body, content_type="text/event-stream")
+
+
+class _Responses:
+    """A behaviour's answer in OpenAI's Responses form."""
+
+    def __init__(self, b: Behaviour, request_json: Any, number: int, model: str):
+        self.b, self.request_json, self.number, self.model = b, request_json, number, model
+        self.id = f"resp_scripted_{number}"
+
+    def _items(self) -> list[dict]:
+        items = []
+        if self.b.text or not self.b.tool_calls:
+            items.append({"type": "message", "id": f"msg_scripted_{self.number}", "role": "assistant",
+                          "status": "completed",
+                          "content": [{"type": "output_text", "text": self.b.text, "annotations": []}]})
+        for i, call in enumerate(self.b.tool_calls):
+            items.append({"type": "function_call", "id": f"fc_scripted_{self.number}_{i}", "call_id": call["id"],
+                          "name": call["function"]["name"], "arguments": call["function"]["arguments"],
+                          "status": "completed"})
+        return items
+
+    def response(self, status: str = "completed") -> dict:
+        done = status == "completed"
+        usage = _usage_for(self.request_json, self.b.text, self.b.usage)
+        fields = self.request_json if isinstance(self.request_json, dict) else {}
+        return {"id": self.id, "object": "response", "created_at": 1_700_000_000, "model": self.model,
+                "status": status, "error": None, "incomplete_details": None,
+                "instructions": fields.get("instructions"), "metadata": fields.get("metadata") or {},
+                "parallel_tool_calls": True, "temperature": None, "top_p": None, "tool_choice": "auto",
+                "tools": fields.get("tools") or [], "previous_response_id": fields.get("previous_response_id"),
+                "output": self._items() if done else [],
+                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                          "total_tokens": usage["total_tokens"], "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}} if done else None}
+
+    def events(self) -> bytes:
+        out: list[dict] = [{"type": "response.created", "response": self.response("in_progress")},
+                           {"type": "response.in_progress", "response": self.response("in_progress")}]
+        for index, item in enumerate(self._items()):
+            if item["type"] == "message":
+                text = self.b.text
+                out.append({"type": "response.output_item.added", "output_index": index,
+                            "item": dict(item, status="in_progress", content=[])})
+                part = {"type": "output_text", "text": "", "annotations": []}
+                out.append({"type": "response.content_part.added", "item_id": item["id"], "output_index": index,
+                            "content_index": 0, "part": part})
+                half = len(text) // 2
+                out += [{"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
+                         "content_index": 0, "delta": piece} for piece in (text[:half], text[half:]) if piece]
+                if self.b.kind == "stream_error":
+                    out.append({"type": "error", "code": "server_error", "message": (self.b.body or b"").decode(),
+                                "param": None})
+                    break
+                out.append({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
+                            "content_index": 0, "text": text})
+                out.append({"type": "response.content_part.done", "item_id": item["id"], "output_index": index,
+                            "content_index": 0, "part": dict(part, text=text)})
+            else:
+                args = item["arguments"]
+                out.append({"type": "response.output_item.added", "output_index": index,
+                            "item": dict(item, status="in_progress", arguments="")})
+                cut = len(args) // 2
+                out += [{"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                         "output_index": index, "delta": piece} for piece in (args[:cut], args[cut:]) if piece]
+                out.append({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                            "output_index": index, "arguments": args})
+            out.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        else:
+            out.append({"type": "response.completed", "response": self.response()})
+        return b"".join(f"event: {e['type']}\ndata: ".encode() + json.dumps(dict(e, sequence_number=n)).encode()
+                        + b"\n\n" for n, e in enumerate(out))
 
 
 class ScriptedLLMServer:

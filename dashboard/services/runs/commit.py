@@ -86,12 +86,12 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outco
 
         # The writes below go to PostgreSQL as one round trip (batched_writes), none of
         # them reads what another writes; the reads that follow see them all.
+        sent = render_messages(live.messages)
         with batched_writes():
-            ctx.write_whole(json.dumps(live.items, separators=(",", ":")),
-                            json.dumps(render_messages(live.messages), separators=(",", ":")),
+            ctx.write_whole(json.dumps(live.items, separators=(",", ":")), json.dumps(sent, separators=(",", ":")),
                             session.context_version + 1)
             stamp = now()
-            _record_compaction(session, live, outcome, ctx.version, stamp)
+            _record_compaction(session, live, len(sent), outcome, ctx.version, stamp)
             locked.mark_succeeded(outcome, finished_at=stamp,
                                   duration_ms=int((time.perf_counter() - started) * 1000),
                                   archive_refs=refs, appended=len(appended), context_version=ctx.version, mode=mode,
@@ -99,7 +99,7 @@ def commit(run: CompactionRun, token: str, snapshot: list[dict[str, Any]], outco
             if branches is not None:
                 ctx.branch_summaries = branches.data
                 update_row(ctx, ["branch_summaries"])
-            RunEvent.record(locked.pk, "succeeded", {"messages_after": len(live.items),
+            RunEvent.record(locked.pk, "succeeded", {"messages_after": len(sent),
                                                      "appended_during_run": len(appended),
                                                      "archive_refs": locked.archive_refs}, locked.deliveries)
         enqueue_next(session.pk, locked.pk)
@@ -149,11 +149,15 @@ class _LiveContext:
         return cls(messages, items, with_total(totals), since)
 
 
-def _record_compaction(session: Session, live: _LiveContext, outcome: Outcome, version: int, stamp: Any) -> None:
-    """The session's running totals after the commit; frees its run slot."""
+def _record_compaction(session: Session, live: _LiveContext, sent: int, outcome: Outcome, version: int,
+                       stamp: Any) -> None:
+    """The session's running totals after the commit; frees its run slot. ``sent``: the
+    context's messages as sent (what GET context lists and counts, and the run's
+    ``messages_after`` plus what was appended meanwhile), not the engine's items: a
+    summary's re-inserted user messages travel inside its turn."""
     session.context_tokens = live.totals
     session.context_total = live.totals["total"]
-    session.context_messages = len(live.items)
+    session.context_messages = sent
     session.context_version = version
     if outcome.summarized:
         session.tokens_since_summary = sum(i["tokens"]["total"] for i in live.since_summary)
