@@ -31,6 +31,9 @@ def create(apps, schema_editor):
                               f"GENERATED ALWAYS AS ({DOCUMENT.format(column=column)}) STORED")
         schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {table} USING gin (search_doc)")
         schema_editor.execute(f"DROP INDEX IF EXISTS {old}")
+        # The new column has no statistics until the next ANALYZE: meanwhile the planner
+        # would take every word for a rare one and fetch all the rows of a common one.
+        schema_editor.execute(f"ANALYZE {table}")
 
 
 def drop(apps, schema_editor):
