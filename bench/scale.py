@@ -26,7 +26,7 @@ Parts (each prints its figures as soon as it has them):
 - latency: forced runs on a 500-message session, one at a time, one worker process, Redis
   broker: request -> done p50, and where the time goes (request to enqueue, queue wait,
   execution) from the run's own timestamps.
-- search: project-wide search (``dashboard.selectors.search.search``, what ``GET /api/search``
+- search (asked for by name: it loads a set of its own): project-wide search (``dashboard.selectors.search.search``, what ``GET /api/search``
   answers) over ``--search-messages`` messages in 100-message sessions of their own project,
   plus one archive entry per session holding every tenth message (so archived originals are
   searched too). Rows are written straight (COPY; token counts are rough, search reads only
