@@ -5,7 +5,7 @@ three session lengths, forced-run throughput and run latency.
     .venv/bin/python bench/scale.py [--sessions 10000] [--messages 1000000]
         [--sizes 100,10000,100000] [--rounds 30] [--workers 1,2,4] [--throughput-runs 40]
         [--latency-runs 15] [--redis redis://127.0.0.1:6379/8]
-        [--parts load,pages,hot,throughput,latency] [--reuse]
+        [--parts load,pages,hot,throughput,latency,search] [--reuse] [--search-messages 1000000]
 
 Parts (each prints its figures as soon as it has them):
 
@@ -26,6 +26,13 @@ Parts (each prints its figures as soon as it has them):
 - latency: forced runs on a 500-message session, one at a time, one worker process, Redis
   broker: request -> done p50, and where the time goes (request to enqueue, queue wait,
   execution) from the run's own timestamps.
+- search (asked for by name: it loads a set of its own): project-wide search (``dashboard.selectors.search.search``, what ``GET /api/search``
+  answers) over ``--search-messages`` messages in 100-message sessions of their own project,
+  plus one archive entry per session holding every tenth message (so archived originals are
+  searched too). Rows are written straight (COPY; token counts are rough, search reads only
+  the text), deterministic; ``--reuse`` keeps an earlier load of the same size. A fixed mix
+  of queries (rare words, a word in ~2 % of messages, words in most messages, several-word
+  queries, no hits), ``--rounds`` times: p50 / p90 / p99 over all, p50 and hits per query.
 
 The summarizer is the offline extractive one (no network). Prints figures only.
 """
@@ -49,6 +56,17 @@ from dashboard.celery import use_broker  # noqa: E402
 
 LOAD_PROJECT = "scale-load"
 HOT_PROJECT = "scale-hot"
+SEARCH_PROJECT = "scale-search"
+SEARCH_SESSION_MESSAGES = 100
+#: The search part's query mix, by kind; how many messages each word occurs in follows from
+#: search_messages(): ``req<g>`` one message, ``node<k>`` one message in 4,999, ``ticket<k>``
+#: one in 53, the WORDS nearly all, a call id two (the call and its result).
+SEARCH_QUERIES = (
+    ("rare", "req424242"), ("rare", "node4211"), ("rare", "call_4242_7"), ("rare", "node17 ticket3"),
+    ("medium", "ticket17"), ("medium", "ticket5 grep"),
+    ("common", "error"), ("common", "session token"), ("common", "grep -rn error src/"), ("common", "step"),
+    ("none", "kubernetes"), ("none", "zebra quota"),
+)
 WORDS = ("def return import class self value path error test file line module config data request response "
          "session token message context summary archive policy").split()
 
@@ -237,6 +255,104 @@ def hot_path(args, hot: dict[int, int]) -> None:
               flush=True)
 
 
+# -- search across sessions ------------------------------------------------------------------------
+
+def search_messages(session: int) -> list[dict]:
+    """The synthetic agent session ``session`` with three tag words per message, each message
+    ``g`` (its number over the whole set) tagged ``req<g>``, ``node<g % 4999>`` and
+    ``ticket<g % 53>``: words of known rarity for the query mix."""
+    out = synthetic(SEARCH_SESSION_MESSAGES, session)
+    for k, m in enumerate(out):
+        g = session * SEARCH_SESSION_MESSAGES + k
+        tags = f" req{g} node{g % 4999} ticket{g % 53}"
+        if m.get("content") is None:
+            m["tool_calls"][0]["function"]["arguments"] = json.dumps(
+                {**json.loads(m["tool_calls"][0]["function"]["arguments"]), "note": tags.strip()})
+        else:
+            m["content"] += tags
+    return out
+
+
+def search_load(args):
+    from django.db import connection, transaction  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+
+    from compaction.reduction.measure import document_text  # noqa: PLC0415
+    from dashboard.models import ArchiveItem, Session, StoredArchiveEntry, StoredMessage  # noqa: PLC0415  (needs Django set up first)
+    from dashboard.services.common import insert_values  # noqa: PLC0415  (needs Django set up first)
+    from dashboard.services.keys import get_or_create_project  # noqa: PLC0415  (needs Django set up first)
+
+    project, _ = get_or_create_project(SEARCH_PROJECT)
+    sessions = max(1, args.search_messages // SEARCH_SESSION_MESSAGES)
+    have = StoredMessage.objects.filter(session__project=project).count()
+    if args.reuse and have == sessions * SEARCH_SESSION_MESSAGES:
+        print(f"# search: reusing {have:,} messages in project {SEARCH_PROJECT}", flush=True)
+        return project
+    t0 = time.perf_counter()
+    Session.objects.filter(project=project).delete()
+    msg_cols = ["session_id", "position", "role", "raw", "tool_call_id", "tool_names", "tokens",
+                "tokens_by_category", "content_hash", "created_at"]
+    item_cols = ["entry_id", "index", "message_id", "ordinal", "raw", "text", "tool_call_id", "tool_name"]
+    now = time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime())
+    batch = 500
+    for first in range(0, sessions, batch):
+        with transaction.atomic():
+            rows = Session.objects.bulk_create(
+                [Session(project=project, title=f"search {k}", message_count=SEARCH_SESSION_MESSAGES)
+                 for k in range(first, min(sessions, first + batch))])
+            entries = StoredArchiveEntry.objects.bulk_create(
+                [StoredArchiveEntry(entry_id=f"ar_search_{s.pk}", project=project, session=s, kind="offloaded",
+                                    content_hash="-", item_count=SEARCH_SESSION_MESSAGES // 10) for s in rows])
+            msgs, items = [], []
+            for k, (s, e) in enumerate(zip(rows, entries)):
+                for pos, m in enumerate(search_messages(first + k)):
+                    raw = json.dumps(m, separators=(",", ":"))
+                    calls = m.get("tool_calls") or []
+                    msgs.append([s.pk, pos, m["role"], raw, m.get("tool_call_id", ""),
+                                 ",".join(c["function"]["name"] for c in calls), len(raw) // 4, "{}", "-", now])
+                    if pos % 10 == 5:
+                        items.append([e.pk, pos // 10, f"m{pos:06d}", pos, raw, document_text(m.get("content")),
+                                      m.get("tool_call_id", ""), ""])
+            insert_values(StoredMessage, msg_cols, msgs)
+            insert_values(ArchiveItem, item_cols, items)
+    with connection.cursor() as cur:  # fresh statistics, as autovacuum would soon have them
+        for table in ("dashboard_session", "dashboard_storedmessage", "dashboard_storedarchiveentry",
+                      "dashboard_archiveitem"):
+            cur.execute(f"ANALYZE {table}")
+    print(f"# search load: {sessions:,} sessions, {sessions * SEARCH_SESSION_MESSAGES:,} messages, "
+          f"{sessions * SEARCH_SESSION_MESSAGES // 10:,} archived items in {time.perf_counter() - t0:.0f} s", flush=True)
+    return project
+
+
+def search_latency(args) -> None:
+    from dashboard.selectors import search as sel  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
+
+    project = search_load(args)
+    for _kind, q in SEARCH_QUERIES:
+        sel.search(project.pk, q)  # warm: plans, the first reads of each index page
+    times: list[float] = []
+    per: dict[str, list[float]] = {}
+    hits: dict[str, int] = {}
+    for _ in range(args.rounds):
+        for _kind, q in SEARCH_QUERIES:
+            t0 = time.perf_counter()
+            found = sel.search(project.pk, q)
+            dt = (time.perf_counter() - t0) * 1000
+            times.append(dt)
+            per.setdefault(q, []).append(dt)
+            hits[q] = len(found)
+    times.sort()
+
+    def pct(p: float) -> float:
+        return times[min(len(times) - 1, int(len(times) * p))]
+
+    print(f"search messages={args.search_messages} queries={len(times)} p50_ms={p50(times):.1f} "
+          f"p90_ms={pct(0.9):.1f} p99_ms={pct(0.99):.1f} load_avg={Path('/proc/loadavg').read_text().split()[0]}",
+          flush=True)
+    for kind, q in SEARCH_QUERIES:
+        print(f"search query={q!r} kind={kind} hits={hits[q]} p50_ms={p50(per[q]):.1f} max_ms={max(per[q]):.1f}",
+              flush=True)
+
+
 # -- runs through real workers ---------------------------------------------------------------------
 
 def start_worker(env: dict, log: Path, concurrency: int):
@@ -344,6 +460,7 @@ def main() -> None:
     ap.add_argument("--latency-runs", type=int, default=15)
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/8")
     ap.add_argument("--parts", default="load,pages,hot,throughput,latency")
+    ap.add_argument("--search-messages", type=int, default=1_000_000)
     ap.add_argument("--reuse", action="store_true", help="keep an earlier load of the same size")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
@@ -366,6 +483,8 @@ def main() -> None:
         throughput(args, data, load_ids)
     if "latency" in parts:
         latency(args, data)
+    if "search" in parts:
+        search_latency(args)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -40,7 +40,7 @@ from typing import Any
 from .. import jsontext
 from ..errors import Fault, SessionValidationError
 from ..messages import JSONObject, RawMessage, text_of
-from ._base import FormatName, ImportedSession, JsonLines, err, finish
+from ._base import DISTINCT, NO, FormatName, ImportedSession, JsonLines, Sample, err, finish
 
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
           "system": "system", "developer": "system", "tool": "tool"}
@@ -90,6 +90,43 @@ class Call:
 
 
 # -- reading records --------------------------------------------------------------------------
+
+def unwrapped(data: Any, key: str) -> Any:
+    """The list an export may wrap in ``{key: [...]}`` (Langfuse's ``data``, LangSmith's
+    ``runs``), else the data itself."""
+    if isinstance(data, dict) and isinstance(data.get(key), list):
+        return data[key]
+    return data
+
+
+def detect_records(sample: Sample, looks_like: Callable[[Any], bool], wrapper: str) -> int:
+    """A trace export's detection: the sample (one record, a list of them, or a list wrapped
+    in ``{wrapper: [...]}``) is this format's when a record among its first 20 looks like one."""
+    data = sample.value if sample.lines else unwrapped(sample.value, wrapper)
+    if isinstance(data, dict):
+        return DISTINCT if looks_like(data) else NO
+    if isinstance(data, list) and data:
+        return DISTINCT if any(looks_like(x) for x in data[:20]) else NO
+    return NO
+
+
+def calls_from(found: Iterable[tuple[str, Any]], call_of: Callable[[str, Any], Call | None], source: str | None,
+               item: str | None = None) -> list[Call]:
+    """The model calls ``call_of`` reads from records given as (where, record), in their order
+    (None: a record that is no model call). The first fault raises, naming its record. With
+    ``item`` ("span"), a record that is not an object is refused as not being an ``item``."""
+    calls = []
+    for where, obj in found:
+        if item is not None and not isinstance(obj, dict):
+            raise err(f"{where}: expected a {item} object, got {type(obj).__name__}", "not_an_object", source)
+        try:
+            call = call_of(where, obj)
+        except CallError as exc:
+            raise fail(exc, where, source) from None
+        if call is not None:
+            calls.append(call)
+    return calls
+
 
 def records(data: Any, item: str = "item") -> list[tuple[str, Any]]:
     """(where, record) of a list or JSON lines; a single object is one record."""

@@ -26,12 +26,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import JSONObject
-from ._base import DISTINCT, NO, Format, ImportedSession, Options, Sample, err
+from ._base import Format, ImportedSession, Options, Sample, err
 from ._calls import (
     Call,
     CallError,
+    calls_from,
     chat_messages,
-    fail,
+    detect_records,
     fold,
     maybe_json,
     pick,
@@ -39,6 +40,7 @@ from ._calls import (
     text_id,
     timestamp,
     tools_of,
+    unwrapped,
     usage,
 )
 
@@ -71,22 +73,14 @@ def _looks_like(obj: Any) -> bool:
 
 
 def _detect(sample: Sample) -> int:
-    data = sample.value
-    if isinstance(data, dict) and isinstance(data.get("data"), list) and not sample.lines:
-        data = data["data"]
-    if isinstance(data, dict):
-        return DISTINCT if _looks_like(data) else NO
-    if isinstance(data, list) and data:
-        return DISTINCT if any(_looks_like(x) for x in data[:20]) else NO
-    return NO
+    return detect_records(sample, _looks_like, "data")
 
 
 def _flatten(data: Any, source: str | None) -> tuple[list[tuple[str, JSONObject]], list[tuple[str, JSONObject]]]:
     """(traces, observations) with where each was read."""
     traces: list[tuple[str, JSONObject]] = []
     observations: list[tuple[str, JSONObject]] = []
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
+    data = unwrapped(data, "data")
 
     def take(where: str, obj: Any) -> None:
         if _is_bundle(obj):
@@ -165,25 +159,10 @@ def _convert(data: Any, source: str | None, options: Options) -> list[ImportedSe
     traces, observations = _flatten(data, source)
     session_of = {str(t["id"]): s for _, t in traces if (s := text_id(pick(t, "sessionId", "session_id")))}
     traced = {text_id(pick(o, "traceId", "trace_id")) for _, o in observations}
-    calls: list[Call] = []
-    for where, obj in observations:
-        if obj.get("type") != "GENERATION":
-            continue
-        try:
-            call = _call(where, obj, "observation", session_of)
-        except CallError as exc:
-            raise fail(exc, where, source) from None
-        if call is not None:
-            calls.append(call)
-    for where, obj in traces:
-        if obj["id"] in traced:
-            continue  # its observations carry the calls
-        try:
-            call = _call(where, obj, "trace", session_of)
-        except CallError as exc:
-            raise fail(exc, where, source) from None
-        if call is not None:
-            calls.append(call)
+    generations = [(where, o) for where, o in observations if o.get("type") == "GENERATION"]
+    untraced = [(where, t) for where, t in traces if t["id"] not in traced]  # else its observations carry the calls
+    calls = calls_from(generations, lambda where, obj: _call(where, obj, "observation", session_of), source)
+    calls += calls_from(untraced, lambda where, obj: _call(where, obj, "trace", session_of), source)
     return fold(calls, "langfuse", source, "GENERATION observations (or traces)")
 
 

@@ -29,13 +29,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import JSONObject, RawMessage
-from ._base import DISTINCT, NO, Format, ImportedSession, Options, Sample, err
+from ._base import Format, ImportedSession, Options, Sample, err
 from ._calls import (
     Call,
     CallError,
+    calls_from,
     chat_message,
     chat_messages,
-    fail,
+    detect_records,
     fold,
     maybe_json,
     pick,
@@ -43,6 +44,7 @@ from ._calls import (
     text_id,
     timestamp,
     tools_of,
+    unwrapped,
     usage,
 )
 
@@ -55,19 +57,11 @@ def _is_run(obj: Any) -> bool:
 
 
 def _detect(sample: Sample) -> int:
-    data = sample.value
-    if isinstance(data, dict) and isinstance(data.get("runs"), list) and not sample.lines:
-        data = data["runs"]
-    if isinstance(data, dict):
-        return DISTINCT if _is_run(data) else NO
-    if isinstance(data, list) and data:
-        return DISTINCT if any(_is_run(x) for x in data[:20]) else NO
-    return NO
+    return detect_records(sample, _is_run, "runs")
 
 
 def _runs(data: Any, source: str | None) -> list[tuple[str, JSONObject]]:
-    if isinstance(data, dict) and isinstance(data.get("runs"), list):
-        data = data["runs"]
+    data = unwrapped(data, "runs")
     out: list[tuple[str, JSONObject]] = []
 
     def take(where: str, run: Any) -> None:
@@ -164,15 +158,7 @@ def _call(where: str, run: JSONObject) -> Call | None:
 
 
 def _convert(data: Any, source: str | None, options: Options) -> list[ImportedSession]:
-    calls: list[Call] = []
-    for where, run in _runs(data, source):
-        try:
-            call = _call(where, run)
-        except CallError as exc:
-            raise fail(exc, where, source) from None
-        if call is not None:
-            calls.append(call)
-    return fold(calls, "langsmith", source, "llm runs")
+    return fold(calls_from(_runs(data, source), _call, source), "langsmith", source, "llm runs")
 
 
 FORMAT = Format(name="langsmith", order=70, detect=_detect, convert=_convert, reads_jsonl=True,

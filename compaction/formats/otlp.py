@@ -39,9 +39,9 @@ from ._base import DISTINCT, NO, Format, ImportedSession, JsonLines, Options, Sa
 from ._calls import (
     Call,
     CallError,
+    calls_from,
     chat_message,
     chat_messages,
-    fail,
     fold,
     maybe_json,
     text_id,
@@ -236,18 +236,7 @@ def call_of(where: str, span: JSONObject) -> Call | None:
 
 def calls_of(request: JSONObject, source: str | None, label: str = "") -> list[Call]:
     """Every model call of one export request; the first bad span raises, naming it."""
-    calls = []
-    for where, span in spans_of(request):
-        place = f"{label}{where}"
-        if not isinstance(span, dict):
-            raise err(f"{place}: expected a span object", "not_an_object", source)
-        try:
-            call = call_of(place, span)
-        except CallError as exc:
-            raise fail(exc, place, source) from None
-        if call is not None:
-            calls.append(call)
-    return calls
+    return calls_from(((f"{label}{where}", span) for where, span in spans_of(request)), call_of, source, item="span")
 
 
 def _convert(data: Any, source: str | None, options: Options) -> list[ImportedSession]:

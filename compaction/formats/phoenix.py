@@ -28,13 +28,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import JSONObject, RawMessage
-from ._base import DISTINCT, NO, Format, ImportedSession, Options, Sample, err
+from ._base import Format, ImportedSession, Options, Sample
 from ._calls import (
     Call,
     CallError,
+    calls_from,
     chat_message,
     chat_messages,
-    fail,
+    detect_records,
     fold,
     maybe_json,
     pick,
@@ -42,6 +43,7 @@ from ._calls import (
     text_id,
     timestamp,
     tools_of,
+    unwrapped,
     usage,
 )
 
@@ -129,14 +131,7 @@ def _is_openinference(obj: Any) -> bool:
 
 
 def _detect(sample: Sample) -> int:
-    data = sample.value
-    if isinstance(data, dict) and isinstance(data.get("data"), list) and not sample.lines:
-        data = data["data"]
-    if isinstance(data, dict):
-        return DISTINCT if _is_openinference(data) else NO
-    if isinstance(data, list) and data:
-        return DISTINCT if any(_is_openinference(x) for x in data[:20]) else NO
-    return NO
+    return detect_records(sample, _is_openinference, "data")
 
 
 def indexed(attrs: JSONObject, prefix: str, what: str) -> list[JSONObject]:
@@ -242,18 +237,7 @@ def call_of(where: str, span: JSONObject) -> Call | None:
 
 
 def _convert(data: Any, source: str | None, options: Options) -> list[ImportedSession]:
-    if isinstance(data, dict) and isinstance(data.get("data"), list):
-        data = data["data"]
-    calls: list[Call] = []
-    for where, span in records(data, "span"):
-        if not isinstance(span, dict):
-            raise err(f"{where}: expected a span object, got {type(span).__name__}", "not_an_object", source)
-        try:
-            call = call_of(where, span)
-        except CallError as exc:
-            raise fail(exc, where, source) from None
-        if call is not None:
-            calls.append(call)
+    calls = calls_from(records(unwrapped(data, "data"), "span"), call_of, source, item="span")
     return fold(calls, "phoenix", source, "LLM spans")
 
 

@@ -1,7 +1,7 @@
 """Archive: what compactions removed from the live context, kept whole."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from ninja import Router
 from ninja.params import functions as param
@@ -18,6 +18,7 @@ from .schemas import (
     ReplayOut,
     SearchPage,
     Text,
+    ToolCallIn,
 )
 
 router = Router(tags=["archive"])
@@ -46,6 +47,16 @@ def search(request, session_id: SessionId,
              "tool_name": i.tool_name or None, "snippet": sel.snippet(i.text, q),
              "url": f"/api/archive/{i.entry.entry_id}?offset={i.index}&limit=1"} for i in items]
     return {"query": q, "items": hits, "next_cursor": nxt}
+
+
+@router.post("/sessions/{session_id}/archive/tool-call", response={200: dict[str, Any], **ERR},
+             summary="Answer an agent's session_load or session_search call")
+def tool_call(request, session_id: SessionId, body: ToolCallIn):
+    """What the agent's archive tool returns, as the engine's tools answer it: a load's slice,
+    or a search's ranked hits, each naming its session. ``scope`` in a search's arguments
+    widens it to the other sessions of this session's project (never another project's).
+    A call the agent should correct is answered 200 with ``{"error": ...}``, as a tool result."""
+    return sel.tool_call(get_session(request.auth.pk, session_id), body.name, body.arguments)
 
 
 @router.get("/sessions/{session_id}/archive/replay", response={200: ReplayOut, **ERR},

@@ -382,6 +382,12 @@ class SearchHit(Schema):
     url: str
 
 
+class ToolCallIn(Schema):
+    name: str = Field(max_length=100, description="The tool the agent called: session_load or session_search.")
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict, description="The call's arguments, as an object or as the JSON text the model wrote.")
+
+
 class SearchPage(Schema):
     query: str
     items: list[SearchHit]

@@ -4,13 +4,15 @@
 are not served and say so. The bearer token is the project API key, as the OpenAI SDK sends its ``api_key``."""
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -27,6 +29,33 @@ from .sent import AnswerThen, event_stream
 log = logging.getLogger("dashboard.gateway")
 
 _bearer = BearerKey()
+_View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
+_Response = TypeVar("_Response", bound=HttpResponseBase)
+
+
+def _openai_errors(what: str) -> Callable[[_View], _View]:
+    """A gateway view's failures answered as OpenAI-shaped errors: a GatewayError as itself,
+    anything else as a 500 (the SDK's InternalServerError), logged with its traceback as
+    ``gateway <what> failed``."""
+    def wrap(view: _View) -> _View:
+        @functools.wraps(view)
+        def answered(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            try:
+                return view(request, *args, **kwargs)
+            except GatewayError as exc:
+                return exc.response()
+            except Exception:  # noqa: BLE001 - an OpenAI-shaped 500, logged with its traceback
+                log.exception("gateway %s failed", what)
+                return GatewayError(500, "the gateway failed; the error is in the server's log",
+                                    type="server_error").response()
+        return answered  # type: ignore[return-value]  # the same signature as the view's
+    return wrap
+
+
+def _with_headers(response: _Response, headers: Mapping[str, str]) -> _Response:
+    for key, value in headers.items():
+        response[key] = value
+    return response
 
 
 def _project(request: HttpRequest) -> Project:
@@ -60,46 +89,29 @@ def _sse(prep: chat.Prepared, first: dict[str, Any] | None, rest: Iterator[dict[
 
 @csrf_exempt
 @require_POST
+@_openai_errors("request")
 def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
-    try:
-        project = _project(request)
-        header = request.headers.get("X-Session-Id")
-        body = parse(request.body, lazy=True, hint=hint(project.pk, header))
-        prep = chat.prepare(project, body, header)
-        if not body.stream:
-            completion = chat.complete(prep)
-            response: HttpResponse | StreamingHttpResponse = AnswerThen(completion, lambda: chat.store_after_sent(prep))
-        else:
-            chunks = chat.stream(prep)
-            # The first chunk is awaited here, so an upstream that fails at once answers
-            # with its own status (what the SDK turns into RateLimitError and the like).
-            first = next(chunks, None)
-            response = event_stream(_sse(prep, first, chunks))
-    except GatewayError as exc:
-        return exc.response()
-    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
-        log.exception("gateway request failed")
-        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
-    for key, value in prep.headers.items():
-        response[key] = value
-    return response
+    project = _project(request)
+    header = request.headers.get("X-Session-Id")
+    body = parse(request.body, lazy=True, hint=hint(project.pk, header))
+    prep = chat.prepare(project, body, header)
+    if not body.stream:
+        completion = chat.complete(prep)
+        return _with_headers(AnswerThen(completion, lambda: chat.store_after_sent(prep)), prep.headers)
+    chunks = chat.stream(prep)
+    # The first chunk is awaited here, so an upstream that fails at once answers
+    # with its own status (what the SDK turns into RateLimitError and the like).
+    first = next(chunks, None)
+    return _with_headers(event_stream(_sse(prep, first, chunks)), prep.headers)
 
 
 @csrf_exempt
 @require_POST
+@_openai_errors("compaction")
 def responses_compact(request: HttpRequest) -> HttpResponse:
-    try:
-        project = _project(request)
-        answer, headers = responses.compact(project, request.body, request.headers.get("X-Session-Id"))
-    except GatewayError as exc:
-        return exc.response()
-    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500, logged with its traceback
-        log.exception("gateway compaction failed")
-        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
-    response = HttpResponse(json.dumps(answer), content_type="application/json")
-    for key, value in headers.items():
-        response[key] = value
-    return response
+    project = _project(request)
+    answer, headers = responses.compact(project, request.body, request.headers.get("X-Session-Id"))
+    return _with_headers(HttpResponse(json.dumps(answer), content_type="application/json"), headers)
 
 
 def _response_events(prep: chat.Prepared, events: Iterator[dict[str, Any]]) -> Iterator[bytes]:
@@ -113,30 +125,20 @@ def _response_events(prep: chat.Prepared, events: Iterator[dict[str, Any]]) -> I
 
 
 @csrf_exempt
+@_openai_errors("responses request")
 def responses_create(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     if request.method != "POST":
         return responses_not_served(request)
     started = time.perf_counter()
-    try:
-        project = _project(request)
-        header = request.headers.get("X-Session-Id")
-        req = responses_body.parse(request.body, responses_input.hint(project.pk, header))
-        answer = create_flow.answer(project, req, header, started)
-        prep = answer.prep
-        if answer.response is not None:
-            response: HttpResponse | StreamingHttpResponse = AnswerThen(answer.response,
-                                                                        lambda: chat.store_after_sent(prep))
-        else:
-            assert answer.events is not None
-            response = event_stream(_response_events(prep, answer.events))
-    except GatewayError as exc:
-        return exc.response()
-    except Exception:  # noqa: BLE001 - an OpenAI-shaped 500 (the SDK's InternalServerError), logged with its traceback
-        log.exception("gateway responses request failed")
-        return GatewayError(500, "the gateway failed; the error is in the server's log", type="server_error").response()
-    for key, value in prep.headers.items():
-        response[key] = value
-    return response
+    project = _project(request)
+    header = request.headers.get("X-Session-Id")
+    req = responses_body.parse(request.body, responses_input.hint(project.pk, header))
+    answer = create_flow.answer(project, req, header, started)
+    prep = answer.prep
+    if answer.response is not None:
+        return _with_headers(AnswerThen(answer.response, lambda: chat.store_after_sent(prep)), prep.headers)
+    assert answer.events is not None
+    return _with_headers(event_stream(_response_events(prep, answer.events)), prep.headers)
 
 
 # What a client asking for an endpoint this gateway lacks is told it has instead.

@@ -1,7 +1,11 @@
 """Archive reads: entries, one entry's items (offset/limit), search, replay."""
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from compaction.archive import replay as engine_replay
+from compaction.archive_tools import handle_tool_call
 from compaction.errors import ArchiveError
 from compaction.messages import Message, canonical_json, content_hash
 
@@ -31,6 +35,20 @@ def search(session: Session, q: str, cursor: str | None = None, limit: int | Non
           .select_related("entry").only("id", "index", "message_id", "ordinal", "raw", "text", "tool_name",
                                         "tool_call_id", "entry__entry_id", "entry__kind"))
     return paginate(qs, cursor, limit, key="id")
+
+
+def tool_call(session: Session, name: str, arguments: dict[str, Any] | str, language: str = "en") -> dict[str, Any]:
+    """An agent's ``session_load`` / ``session_search`` call, answered from the archive as the
+    engine's tools answer it (``{"error": ...}`` for a call the agent should correct). A
+    search widened to ``other_sessions`` or ``all_sessions`` reads the archives of the other
+    sessions of the session's own project, never another project's."""
+    def siblings() -> list[str]:
+        # only sessions with something archived: the others would add no document
+        return [str(pk) for pk in StoredArchiveEntry.objects.filter(project_id=session.project_id)
+                .exclude(session_id=session.pk).order_by("session_id").values_list("session_id", flat=True).distinct()]
+
+    return json.loads(handle_tool_call(DjangoArchive(), str(session.pk), name, arguments, language,
+                                       other_sessions=siblings))
 
 
 def snippet(text: str, q: str, width: int = 160) -> str:

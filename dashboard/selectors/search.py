@@ -3,9 +3,15 @@
 Scopes follow the engine's archive search (``compaction.archive_tools.SCOPES``): the current
 session, the project's other sessions, or all of them. On PostgreSQL the ranking is full-text
 search (``simple`` configuration, so identifiers and words of any language are matched as
-written) over expression indexes created by migration 0023; elsewhere (SQLite) every query
-word must occur in the text and hits are ranked by how often the words occur. Both read the
-first :data:`INDEXED_CHARS` characters of each message, and both answer with the same hits.
+written) over the stored documents of migration 0025 (a generated ``search_doc`` column with a
+GIN index); elsewhere (SQLite) every query word must occur in the text and hits are ranked by
+how often the words occur. Both read the first :data:`INDEXED_CHARS` characters of each
+message, and both answer with the same hits.
+
+Ranking is bounded: of the rows matching every word, the :data:`CANDIDATES` most recently
+written (highest id) of each kind are ranked, on both databases. A query whose words are in
+most of a million messages then costs the reading of a few thousand rows, not of all of them
+(ranking every match took seconds); a query matching fewer rows than that ranks them all.
 
 Messages are stored as JSON with ASCII escapes, so the query is escaped the same way before it
 is matched: "café" then finds ``caf\\u00e9`` on both databases.
@@ -30,8 +36,9 @@ from ..services import ServiceError
 #: also keeps every document well under PostgreSQL's 1 MB tsvector limit).
 INDEXED_CHARS = 100_000
 MAX_LIMIT = 50
-#: On SQLite, how many matching rows of each kind are ranked in Python.
-FALLBACK_CANDIDATES = 2_000
+#: How many matching rows of each kind (messages, archived originals) are ranked: the most
+#: recently written ones.
+CANDIDATES = 2_000
 SNIPPET_CHARS = 200
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -102,16 +109,15 @@ def search(project_id: int, q: str, *, scope: str = "all_sessions", session_id: 
     rows = _postgres(project_id, q, sessions, limit) if connection.vendor == "postgresql" \
         else _fallback(project_id, q, sessions, limit)
     rows.sort(key=lambda r: (-r[0], r[2], r[3] if r[3] is not None else -1, r[1]))
-    return [_hit(r, q) for r in rows[:limit]]
+    return _hits(rows[:limit], q)
 
 
 # rows: (score, kind, session_id, position, pk)
 
-def _doc(column: str) -> str:
-    """The indexed document of a column. Punctuation becomes spaces first: PostgreSQL's parser
-    would otherwise keep ``src/module_1.py`` or ``a.b@c.org`` as single tokens that a query
-    for ``module_1.py`` never matches; the query text gets the same treatment."""
-    return f"to_tsvector('simple', regexp_replace(left({column}, {INDEXED_CHARS}), '\\W+', ' ', 'g'))"
+#: The query side of the stored documents (migration 0025): punctuation becomes spaces, as it
+#: did in each document (PostgreSQL's parser would otherwise keep ``src/module_1.py`` or
+#: ``a.b@c.org`` as single tokens that a query for ``module_1.py`` never matches).
+_TSQUERY = "plainto_tsquery('simple', regexp_replace(%s, '\\W+', ' ', 'g'))"
 
 
 def _postgres(project_id: int, q: str, sessions: list[int] | None, limit: int) -> list[tuple]:
@@ -119,22 +125,26 @@ def _postgres(project_id: int, q: str, sessions: list[int] | None, limit: int) -
     entry, sess = StoredArchiveEntry._meta.db_table, Session._meta.db_table
     scope_args: list[Any] = [] if sessions is None else [sessions]
     scope_sql = "" if sessions is None else " AND s.id = ANY(%s)"
-    # The tsvector expressions repeat the index definitions of migration 0023 word for word,
-    # which is what lets the planner use those indexes.
+    # Each half picks its candidates newest first (a walk down the primary key that stops
+    # after CANDIDATES matches when the words are common, the GIN index when they are rare),
+    # then ranks only those, reading the stored documents.
     sql = f"""
-        (SELECT ts_rank({_doc('m.raw')}, q) AS score, 'message' AS kind,
-                m.session_id, m.position, m.id
-           FROM {msg} m JOIN {sess} s ON s.id = m.session_id, plainto_tsquery('simple', regexp_replace(%s, '\\W+', ' ', 'g')) q
-          WHERE s.project_id = %s{scope_sql} AND {_doc('m.raw')} @@ q
-          ORDER BY 1 DESC, m.session_id, m.position LIMIT %s)
+        (SELECT ts_rank(c.search_doc, c.q) AS score, 'message' AS kind, c.session_id, c.position, c.id
+           FROM (SELECT m.id, m.session_id, m.position, m.search_doc, q
+                   FROM {msg} m JOIN {sess} s ON s.id = m.session_id, {_TSQUERY} q
+                  WHERE s.project_id = %s{scope_sql} AND m.search_doc @@ q
+                  ORDER BY m.id DESC LIMIT %s) c
+          ORDER BY 1 DESC, c.session_id, c.position LIMIT %s)
         UNION ALL
-        (SELECT ts_rank({_doc('i.text')}, q), 'archive',
-                e.session_id, i.ordinal, i.id
-           FROM {item} i JOIN {entry} e ON e.id = i.entry_id JOIN {sess} s ON s.id = e.session_id,
-                plainto_tsquery('simple', regexp_replace(%s, '\\W+', ' ', 'g')) q
-          WHERE s.project_id = %s{scope_sql} AND {_doc('i.text')} @@ q
-          ORDER BY 1 DESC, e.session_id, i.ordinal LIMIT %s)"""
-    args: list[Any] = [_escaped(q), project_id, *scope_args, limit, q, project_id, *scope_args, limit]
+        (SELECT ts_rank(c.search_doc, c.q), 'archive', c.session_id, c.ordinal, c.id
+           FROM (SELECT i.id, e.session_id, i.ordinal, i.search_doc, q
+                   FROM {item} i JOIN {entry} e ON e.id = i.entry_id JOIN {sess} s ON s.id = e.session_id,
+                        {_TSQUERY} q
+                  WHERE s.project_id = %s{scope_sql} AND i.search_doc @@ q
+                  ORDER BY i.id DESC LIMIT %s) c
+          ORDER BY 1 DESC, c.session_id, c.ordinal LIMIT %s)"""
+    args: list[Any] = [_escaped(q), project_id, *scope_args, CANDIDATES, limit,
+                       q, project_id, *scope_args, CANDIDATES, limit]
     with connection.cursor() as cur:
         cur.execute(sql, args)  # type: ignore[arg-type]  # a list of ids is a valid parameter
         return [(round(float(r[0]), 6), r[1], r[2], r[3], r[4]) for r in cur.fetchall()]
@@ -153,11 +163,11 @@ def _fallback(project_id: int, q: str, sessions: list[int] | None, limit: int) -
     for w in plain:
         aq = aq.filter(text__icontains=w)
     # raw is read as text (not decoded) so ranking counts what the index would have seen
-    for pk, sid, pos, raw in mq.order_by("session_id", "position").extra(
-            select={"raw_text": "raw"}).values_list("pk", "session_id", "position", "raw_text")[:FALLBACK_CANDIDATES]:
+    for pk, sid, pos, raw in mq.order_by("-pk").extra(
+            select={"raw_text": "raw"}).values_list("pk", "session_id", "position", "raw_text")[:CANDIDATES]:
         rows.append((_score(raw[:INDEXED_CHARS], words), "message", sid, pos, pk))
-    for pk, sid, pos, text in aq.order_by("entry__session_id", "ordinal").values_list(
-            "pk", "entry__session_id", "ordinal", "text")[:FALLBACK_CANDIDATES]:
+    for pk, sid, pos, text in aq.order_by("-pk").values_list(
+            "pk", "entry__session_id", "ordinal", "text")[:CANDIDATES]:
         rows.append((_score(text[:INDEXED_CHARS], plain), "archive", sid, pos, pk))
     return [r for r in rows if r[0] > 0]
 
@@ -177,19 +187,26 @@ def _score(text: str, words: list[str]) -> float:
     return round(sum(c / (c + 1) for c in counts.values()) / (1 + len(found) / 1000), 6)
 
 
-def _hit(row: tuple, q: str) -> Hit:
-    score, kind, sid, pos, pk = row
-    title = Session.objects.filter(pk=sid).values_list("title", flat=True).first() or f"Session {sid}"
-    if kind == "message":
-        m = StoredMessage.objects.get(pk=pk)
-        text = document_text(m.raw.get("content")) if isinstance(m.raw, dict) else ""
-        calls = [(c.get("function") or {}).get("arguments") for c in (m.raw.get("tool_calls") or [])
-                 if isinstance(c, dict)] if isinstance(m.raw, dict) else []
-        text = "\n".join([text, *[a for a in calls if isinstance(a, str)]]).strip()
-        return Hit("message", sid, title, pos, original_id(pos), m.role, score, snippet(text, q), None)
-    i = ArchiveItem.objects.select_related("entry").get(pk=pk)
-    return Hit("archive", sid, title, pos, i.message_id, str(i.raw.get("role", "")) if isinstance(i.raw, dict) else "",
-               score, snippet(i.text, q), i.entry.entry_id)
+def _hits(rows: list[tuple], q: str) -> list[Hit]:
+    """The hits of ranked rows, in their order: three queries whatever their number."""
+    titles = dict(Session.objects.filter(pk__in={r[2] for r in rows}).values_list("pk", "title"))
+    messages = StoredMessage.objects.in_bulk([r[4] for r in rows if r[1] == "message"])
+    items = ArchiveItem.objects.select_related("entry").in_bulk([r[4] for r in rows if r[1] == "archive"])
+    out = []
+    for score, kind, sid, pos, pk in rows:
+        title = titles.get(sid) or f"Session {sid}"
+        if kind == "message":
+            m = messages[pk]
+            text = document_text(m.raw.get("content")) if isinstance(m.raw, dict) else ""
+            calls = [(c.get("function") or {}).get("arguments") for c in (m.raw.get("tool_calls") or [])
+                     if isinstance(c, dict)] if isinstance(m.raw, dict) else []
+            text = "\n".join([text, *[a for a in calls if isinstance(a, str)]]).strip()
+            out.append(Hit("message", sid, title, pos, original_id(pos), m.role, score, snippet(text, q), None))
+            continue
+        i = items[pk]
+        role = str(i.raw.get("role", "")) if isinstance(i.raw, dict) else ""
+        out.append(Hit("archive", sid, title, pos, i.message_id, role, score, snippet(i.text, q), i.entry.entry_id))
+    return out
 
 
 def snippet(text: str, q: str, width: int = SNIPPET_CHARS) -> str:
