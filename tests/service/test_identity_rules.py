@@ -26,6 +26,13 @@ ANSWER2 = {"role": "assistant", "content": "Added: the timeline scrolls."}
 LAST = {"role": "user", "content": "Now the migration notes."}
 
 
+@pytest.fixture(autouse=True)
+def fresh_hints(monkeypatch):
+    """The hints a process keeps outlive a test's database rows (the next test's project may
+    have the same id): each test starts without any."""
+    monkeypatch.setattr(identity, "_HINTS", {})
+
+
 def _body(messages: list[dict], header: str | None, project=None, dumps: dict | None = None, **fields) -> ChatBody:
     data = json.dumps({"model": "gpt-4o", "messages": messages, **fields}, **(dumps or {})).encode()
     return parse(data, lazy=True, hint=identity.hint(project.pk, header) if project is not None else None)
@@ -336,7 +343,6 @@ def test_a_body_placed_without_its_text_remembers_no_text(project):
 
 
 def test_the_hint_table_is_bounded(project, monkeypatch):
-    monkeypatch.setattr(identity, "_HINTS", {})
     monkeypatch.setattr(identity, "_HINTS_MAX", 2)
     for name in ("a", "b", "c"):
         _send(project, [SYSTEM, ASK], name)
