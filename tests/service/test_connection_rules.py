@@ -341,6 +341,9 @@ def test_a_named_connection_that_does_not_allow_a_model_is_refused_naming_the_mo
     assert str(error).endswith("connection 'oa' does not allow model 'anthropic/c'; it allows openai/*")
     error = refused(choose, policy("anthropic/c", connection="oa"), KNOWN)
     assert error.field == "summarizer.model"
+    # every model the connection allows is listed, as the operator wrote them
+    error = refused(choose, policy("mistral/large", connection="both"), KNOWN)
+    assert str(error).endswith("does not allow model 'mistral/large'; it allows anthropic/*, openai/*")
 
 
 def test_without_a_name_the_first_connection_allowing_every_model_is_used():
@@ -363,7 +366,9 @@ def test_without_a_name_a_model_no_connection_allows_is_refused_naming_its_field
 def test_without_a_name_models_split_over_two_connections_are_refused():
     split = {"anthro": KNOWN["anthro"], "oa": KNOWN["oa"]}
     error = refused(choose, policy("openai/gpt-4o", ("anthropic/c",)), split)
-    assert error.field == "summarizer.connection" and "no one connection allows every model" in str(error)
+    assert error.field == "summarizer.connection"
+    assert str(error) == ("summarizer.connection: no one connection allows every model of this policy; name one in "
+                          "summarizer.connection whose models cover the primary and failover models")
 
 
 # -- what a client may set ----------------------------------------------------------------------
