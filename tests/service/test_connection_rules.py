@@ -300,15 +300,17 @@ def test_every_secret_the_settings_and_environment_name_is_collected(declared, m
 # -- the registry: settings and admin ----------------------------------------------------------
 
 def test_the_registry_holds_settings_connections_then_admin_ones_and_settings_win(declared, db):
-    declared.COMPACTION_CONNECTIONS = [{"name": "zeta", "models": ["x"]}, {"name": "shared", "models": ["s/*"]}]
-    ModelConnection.objects.create(name="shared", allowed_models="admin/*")
+    declared.COMPACTION_CONNECTIONS = [{"name": "zeta", "models": ["x"]}, {"name": "delta", "models": ["s/*"]}]
+    ModelConnection.objects.create(name="delta", allowed_models="admin/*")
     ModelConnection.objects.create(name="beta", allowed_models="b/*\n", api_base="http://10.0.0.2/v1",
                                    api_key_env="B_KEY", allow_private_network=True)
     ModelConnection.objects.create(name="alpha", allowed_models="a/*", api_base="", api_key_env="")
     ModelConnection.objects.create(name="broken", allowed_models="\n \n")   # saved past the admin's checks
+    ModelConnection.objects.create(name="gamma", allowed_models="g/*")
     found = connections.registry()
-    assert list(found) == ["zeta", "shared", "alpha", "beta"]
-    assert found["shared"] == connections.Connection("shared", ("s/*",))
+    # the admin's after a skipped one (same name as a setting's, or broken) are still offered
+    assert list(found) == ["zeta", "delta", "alpha", "beta", "gamma"]
+    assert found["delta"] == connections.Connection("delta", ("s/*",))
     assert found["beta"] == connections.Connection("beta", ("b/*",), "http://10.0.0.2/v1", "B_KEY", True, "admin")
     assert found["alpha"] == connections.Connection("alpha", ("a/*",), None, None, False, "admin")
 
