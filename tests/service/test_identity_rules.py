@@ -249,6 +249,16 @@ def test_a_second_change_at_the_same_message_forks_from_the_session_that_had_it_
     assert earlier.forked_from == root.session.pk and earlier.gateway.forked_at == 2
 
 
+def test_a_shorter_copy_of_a_forks_history_resends_the_fork_not_its_parent(project):
+    """Both the fork and the session it was forked from hold the request's messages: the
+    client is resending the fork, its latest session."""
+    root = _answered(project, [SYSTEM, ASK, ANSWER, MORE], ANSWER2)
+    fork = _answered(project, [SYSTEM, ASK, ANSWER, LAST], ANSWER2)
+    assert fork.forked_from == root.session.pk
+    resent = _send(project, [SYSTEM, ASK])
+    assert resent.session.pk == fork.session.pk and resent.resent is not None and not resent.created
+
+
 def test_a_fork_of_a_fork_that_changes_an_earlier_message_than_its_parent_did_forks_from_the_parent(project):
     """The latest session is a fork at message #3 of a fork at message #1: a request changing
     message #2 leaves the fork at #2, later than its parent's change, so it forks from it."""
@@ -280,6 +290,14 @@ def test_what_the_store_refuses_is_a_400_naming_the_field_and_nothing_is_stored(
     settings.IMPORT_MAX_MESSAGES = 3
     err = _bad(_send, project, [SYSTEM, ASK, ANSWER, MORE])
     assert err.param == "messages" and "IMPORT_MAX_MESSAGES=3" in err.message
+    assert not Session.objects.exists() and not GatewaySession.objects.exists()
+
+
+def test_a_tool_result_answering_no_call_is_a_400_and_nothing_is_stored(project):
+    orphan = {"role": "tool", "tool_call_id": "call_9", "content": "42"}
+    err = _bad(_send, project, [SYSTEM, ASK, orphan])
+    assert err.message == "messages: message 2: orphan tool result: tool_call_id 'call_9' matches no earlier tool call"
+    assert err.param is None
     assert not Session.objects.exists() and not GatewaySession.objects.exists()
 
 
