@@ -12,11 +12,20 @@ import json
 
 import pytest
 
+from compaction import Policy, get_preset
 from dashboard.gateway import identity
 from dashboard.gateway.body import ChatBody, parse
 from dashboard.gateway.errors import GatewayError
 from dashboard.gateway.identity import place, store_reply
-from dashboard.models import GatewaySession, Project, Session, SessionContext, StoredMessage
+from dashboard.models import (
+    CompactionRun,
+    GatewaySession,
+    Project,
+    Session,
+    SessionContext,
+    StoredMessage,
+)
+from dashboard.services.policies import activate_policy, create_policy
 
 SYSTEM = {"role": "system", "content": "You keep the release notes."}
 ASK = {"role": "user", "content": "Draft the notes for version 3\nwith the fixes"}
@@ -219,7 +228,10 @@ def test_a_shorter_copy_of_the_history_resends_an_earlier_point(project):
     (lambda h: [*h[:2], {"role": "assistant", "content": "Other."}], "message #2 (the assistant's reply) "
                                                                      "was regenerated", 2),
     (lambda h: [*h[:2], {"role": "user", "content": "Other."}], "message #2 was edited", 2),
-], ids=["edit", "regenerate", "remove-one", "remove-three", "regenerate-short", "user-instead-of-reply"])
+    (lambda h: [*h[:2], h[3], h[4], LAST], "message #2 was removed", 2),
+    (lambda h: [{"role": "system", "content": "You keep the changelog."}, *h[1:]], "message #0 was edited", 0),
+], ids=["edit", "regenerate", "remove-one", "remove-three", "regenerate-short", "user-instead-of-reply",
+        "remove-one-then-more", "system-prompt"])
 def test_a_changed_history_forks_a_new_session_naming_the_message_and_the_change(project, change, reason, at):
     history = [SYSTEM, ASK, ANSWER, MORE, ANSWER2]
     root = _answered(project, history[:4], ANSWER2)
@@ -230,6 +242,15 @@ def test_a_changed_history_forks_a_new_session_naming_the_message_and_the_change
                                                                                   root.session.pk)
     assert _stored(fork.session.pk) == [m["content"] for m in change(history)]
     assert _stored(root.session.pk) == [m["content"] for m in history], "a stored session is never rewritten"
+
+
+def test_a_removal_is_found_where_the_history_goes_on_even_when_a_message_repeats(project):
+    """An agent that says "go on" twice: the request drops the first reply, and what follows
+    is found after the removed message, not at the earlier copy of "go on"."""
+    go, done = {"role": "user", "content": "go on"}, {"role": "assistant", "content": "done"}
+    root = _answered(project, [SYSTEM, go, done, go], done)
+    fork = _send(project, [SYSTEM, go, go, done])
+    assert fork.forked_from == root.session.pk and fork.fork_reason == "message #2 was removed"
 
 
 def test_a_second_change_at_the_same_message_forks_from_the_session_that_had_it_first(project):
@@ -332,6 +353,18 @@ def test_a_retry_of_a_request_whose_reply_was_stored_is_recognised_without_readi
     assert gw.stored_count == 5
     retry = _send(project, [SYSTEM, ASK, ANSWER, MORE])
     assert retry.session.pk == placed.session.pk and retry.resent is not None and retry.resent.count == 4
+
+
+def test_a_reply_that_brings_the_session_to_its_trigger_queues_a_compaction(project):
+    """The next request then finds its context compacted (or being compacted)."""
+    policy = get_preset("default").to_json()
+    policy["trigger"] = {"kind": "messages", "threshold": 2}
+    activate_policy(project, create_policy(project, "two messages", Policy.load(policy)))
+    placed = _send(project, [SYSTEM, ASK])
+    assert not CompactionRun.objects.exists()
+    store_reply(placed.gateway.pk, ANSWER, placed.policy, placed.at)
+    run = CompactionRun.objects.get(session_id=placed.session.pk)
+    assert run.trigger == "auto" and not run.force
 
 
 # -- the hint --------------------------------------------------------------------------------
