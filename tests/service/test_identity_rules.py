@@ -367,6 +367,18 @@ def test_a_reply_that_brings_the_session_to_its_trigger_queues_a_compaction(proj
     assert run.trigger == "auto" and not run.force
 
 
+def test_placing_a_request_queues_no_compaction_even_past_the_trigger(project):
+    """The gateway compacts before the call goes upstream (chat.before_call), in the request;
+    a run queued by storing the request's messages would compact the same context twice."""
+    policy = get_preset("default").to_json()
+    policy["trigger"] = {"kind": "messages", "threshold": 2}
+    activate_policy(project, create_policy(project, "two messages", Policy.load(policy)))
+    placed = _send(project, [SYSTEM, ASK, ANSWER])
+    extended = _send(project, [SYSTEM, ASK, ANSWER, MORE, ANSWER2, LAST])
+    assert extended.session.pk == placed.session.pk and extended.added == 3
+    assert not CompactionRun.objects.exists()
+
+
 # -- the hint --------------------------------------------------------------------------------
 
 def test_a_named_request_leaves_a_hint_for_its_identitys_next_request(project):
