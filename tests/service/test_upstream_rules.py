@@ -230,6 +230,7 @@ def test_the_call_inspector_is_given_the_body_as_sent_and_never_the_key(server):
     server.script(ok("relayed"), ok("through litellm"), ok("streamed"))
     upstream.call(relayed, MESSAGES, [], {"temperature": 0}, stream=False, keep=kept.append)
     assert kept[0].exact and kept[0].payload() == server.requests[0].body
+    assert kept[0].text() == server.requests[0].body.decode() and kept[0].array == MESSAGES
     assert kept[0].to == f"GATEWAY_API_BASE: POST {server.api_base}/chat/completions"
 
     up = Upstream("connection local", "hosted_vllm/m", server.api_base, CONN_KEY)
