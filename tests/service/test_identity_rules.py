@@ -212,6 +212,18 @@ def test_a_resend_whose_point_the_live_context_no_longer_has_forks_naming_what_w
     assert retry.gateway.forked_at == 2
 
 
+def test_a_session_forked_at_a_resent_point_is_continued_though_the_older_ones_text_matches_longer(project):
+    """The older session's last request text covers more of the request than the fork holds
+    (the gateway trusts that text first); the request still continues the fork."""
+    root = _answered(project, [SYSTEM, ASK, ANSWER, MORE], ANSWER2)
+    SessionContext.objects.filter(session_id=root.session.pk).delete()
+    fork = _send(project, [SYSTEM, ASK])
+    assert fork.created and fork.fork_reason == "messages #2 to #4 were removed"
+    cont = _send(project, [SYSTEM, ASK, ANSWER, MORE, LAST])
+    assert cont.session.pk == fork.session.pk and cont.added == 3 and not cont.created
+    assert _stored(fork.session.pk)[-1] == LAST["content"]
+
+
 def test_a_shorter_copy_of_the_history_resends_an_earlier_point(project):
     first = _answered(project, [SYSTEM, ASK, ANSWER, MORE], ANSWER2)
     earlier = _send(project, [SYSTEM, ASK])
