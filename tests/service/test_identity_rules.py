@@ -224,6 +224,27 @@ def test_a_session_forked_at_a_resent_point_is_continued_though_the_older_ones_t
     assert _stored(fork.session.pk)[-1] == LAST["content"]
 
 
+def test_a_request_that_extends_two_stored_histories_continues_the_longer(project):
+    """A fork made at a resent point holds the first messages of the session it came from; a
+    request holding the whole older history continues the older session."""
+    root = _answered(project, [SYSTEM, ASK, ANSWER, MORE], ANSWER2)
+    SessionContext.objects.filter(session_id=root.session.pk).delete()
+    fork = _send(project, [SYSTEM, ASK])
+    assert fork.created and fork.forked_from == root.session.pk
+    cont = _send(project, [SYSTEM, ASK, ANSWER, MORE, ANSWER2, LAST])
+    assert cont.session.pk == root.session.pk and cont.added == 1
+
+
+def test_a_one_message_history_is_continued_only_by_a_request_starting_with_that_message(project):
+    first = _send(project, [SYSTEM])
+    assert first.created
+    other = _send(project, [{"role": "system", "content": "You review code."}, ASK])
+    assert other.created and other.forked_from == first.session.pk
+    assert other.fork_reason == "message #0 was edited"
+    same = _send(project, [SYSTEM, ASK])
+    assert same.session.pk == first.session.pk and same.added == 1
+
+
 def test_a_shorter_copy_of_the_history_resends_an_earlier_point(project):
     first = _answered(project, [SYSTEM, ASK, ANSWER, MORE], ANSWER2)
     earlier = _send(project, [SYSTEM, ASK])
