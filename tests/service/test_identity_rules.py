@@ -340,6 +340,17 @@ def test_the_requests_metadata_is_kept_on_the_session_it_starts(project):
     assert "metadata" not in (Session.objects.get(pk=bare.session.pk).metadata or {})
 
 
+def test_a_new_session_keeps_the_requests_model_tools_and_format(project):
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object",
+                                                                                 "properties": {}}}}]
+    placed = _send(project, [SYSTEM, ASK], tools=tools)
+    session = Session.objects.get(pk=placed.session.pk)
+    assert (session.model, session.source_format) == ("gpt-4o", "openai")
+    assert [t["function"]["name"] for t in session.tools] == ["read_file"]
+    bare = Session.objects.get(pk=_send(project, [SYSTEM, ASK], "no-tools").session.pk)
+    assert not bare.tools
+
+
 def test_what_the_store_refuses_is_a_400_naming_the_field_and_nothing_is_stored(project, settings):
     settings.IMPORT_MAX_MESSAGES = 3
     err = _bad(_send, project, [SYSTEM, ASK, ANSWER, MORE])
