@@ -84,8 +84,9 @@ def test_the_header_names_the_conversation_before_metadata_and_user(project):
 
 
 def test_metadata_session_id_then_user_then_the_leading_messages_name_it(project):
-    by_meta = _send(project, [SYSTEM, ASK], None, metadata={"session_id": " meta-1 "}, user="bob")
+    by_meta = _send(project, [SYSTEM, ASK], None, metadata={"session_id": " meta-1 "})
     assert (by_meta.gateway.identity, by_meta.gateway.identity_source) == ("id:meta-1", "metadata.session_id")
+    assert by_meta.gateway.client_user == "", "no user was given"
     by_user = _send(project, [SYSTEM, ASK], " ", metadata={"session_id": "  "}, user=" bob ")
     assert (by_user.gateway.identity, by_user.gateway.identity_source) == ("user:bob", "user")
     # a user named like a header's name is not that conversation
