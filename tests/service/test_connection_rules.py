@@ -300,15 +300,17 @@ def test_every_secret_the_settings_and_environment_name_is_collected(declared, m
 # -- the registry: settings and admin ----------------------------------------------------------
 
 def test_the_registry_holds_settings_connections_then_admin_ones_and_settings_win(declared, db):
-    declared.COMPACTION_CONNECTIONS = [{"name": "zeta", "models": ["x"]}, {"name": "shared", "models": ["s/*"]}]
-    ModelConnection.objects.create(name="shared", allowed_models="admin/*")
+    declared.COMPACTION_CONNECTIONS = [{"name": "zeta", "models": ["x"]}, {"name": "delta", "models": ["s/*"]}]
+    ModelConnection.objects.create(name="delta", allowed_models="admin/*")
     ModelConnection.objects.create(name="beta", allowed_models="b/*\n", api_base="http://10.0.0.2/v1",
                                    api_key_env="B_KEY", allow_private_network=True)
     ModelConnection.objects.create(name="alpha", allowed_models="a/*", api_base="", api_key_env="")
     ModelConnection.objects.create(name="broken", allowed_models="\n \n")   # saved past the admin's checks
+    ModelConnection.objects.create(name="gamma", allowed_models="g/*")
     found = connections.registry()
-    assert list(found) == ["zeta", "shared", "alpha", "beta"]
-    assert found["shared"] == connections.Connection("shared", ("s/*",))
+    # the admin's after a skipped one (same name as a setting's, or broken) are still offered
+    assert list(found) == ["zeta", "delta", "alpha", "beta", "gamma"]
+    assert found["delta"] == connections.Connection("delta", ("s/*",))
     assert found["beta"] == connections.Connection("beta", ("b/*",), "http://10.0.0.2/v1", "B_KEY", True, "admin")
     assert found["alpha"] == connections.Connection("alpha", ("a/*",), None, None, False, "admin")
 
@@ -341,6 +343,9 @@ def test_a_named_connection_that_does_not_allow_a_model_is_refused_naming_the_mo
     assert str(error).endswith("connection 'oa' does not allow model 'anthropic/c'; it allows openai/*")
     error = refused(choose, policy("anthropic/c", connection="oa"), KNOWN)
     assert error.field == "summarizer.model"
+    # every model the connection allows is listed, as the operator wrote them
+    error = refused(choose, policy("mistral/large", connection="both"), KNOWN)
+    assert str(error).endswith("does not allow model 'mistral/large'; it allows anthropic/*, openai/*")
 
 
 def test_without_a_name_the_first_connection_allowing_every_model_is_used():
@@ -363,7 +368,9 @@ def test_without_a_name_a_model_no_connection_allows_is_refused_naming_its_field
 def test_without_a_name_models_split_over_two_connections_are_refused():
     split = {"anthro": KNOWN["anthro"], "oa": KNOWN["oa"]}
     error = refused(choose, policy("openai/gpt-4o", ("anthropic/c",)), split)
-    assert error.field == "summarizer.connection" and "no one connection allows every model" in str(error)
+    assert error.field == "summarizer.connection"
+    assert str(error) == ("summarizer.connection: no one connection allows every model of this policy; name one in "
+                          "summarizer.connection whose models cover the primary and failover models")
 
 
 # -- what a client may set ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ each way (posted as it is, and through litellm) to the scripted OpenAI-compatibl
 test_gateway.py shows the same through the HTTP endpoints and the SDKs."""
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import replace
 
@@ -218,6 +219,32 @@ def test_a_call_through_litellm_sends_the_address_key_tools_and_no_retries(serve
     assert server.requests[1].json["stream"] is True
     assert server.requests[1].json.get("stream_options") == {"include_usage": True}
     assert "tools" not in server.requests[1].json
+
+
+def test_the_call_inspector_is_given_the_body_as_sent_and_never_the_key(server):
+    """``keep`` gets what the call inspector page shows: the posted bytes of a relayed call,
+    and for a call through litellm what litellm was handed, without the key, the address and
+    the gateway's own settings of the call (timeout, retries)."""
+    kept = []
+    relayed = Upstream("GATEWAY_API_BASE", "openai/gpt-4o", server.api_base + "/", GATEWAY_KEY)
+    server.script(ok("relayed"), ok("through litellm"), ok("streamed"))
+    upstream.call(relayed, MESSAGES, [], {"temperature": 0}, stream=False, keep=kept.append)
+    assert kept[0].exact and kept[0].payload() == server.requests[0].body
+    assert kept[0].text() == server.requests[0].body.decode() and kept[0].array == MESSAGES
+    assert kept[0].to == f"GATEWAY_API_BASE: POST {server.api_base}/chat/completions"
+
+    up = Upstream("connection local", "hosted_vllm/m", server.api_base, CONN_KEY)
+    upstream.call(up, MESSAGES, TOOLS, {"temperature": 0}, stream=False, keep=kept.append)
+    handed = kept[1]
+    assert not handed.exact and handed.to == "connection local: litellm hosted_vllm/m"
+    assert handed.array == MESSAGES and handed.text().endswith(', "messages": ' + MESSAGES + "}")
+    shown = json.loads(handed.text())
+    assert shown == {"temperature": 0, "model": "hosted_vllm/m", "stream": False, "tools": TOOLS,
+                     "messages": [{"role": "user", "content": "héllo"}]}
+    assert CONN_KEY not in handed.text() and server.api_base not in handed.text()
+    list(upstream.call(up, MESSAGES, [], {"user": "zoë"}, stream=True, keep=kept.append))
+    assert json.loads(kept[2].text())["stream_options"] == {"include_usage": True}
+    assert '"user": "zoë"' in kept[2].before, "shown as the client wrote it, not escaped"
 
 
 def test_an_upstream_failure_through_litellm_is_answered_once_with_its_status_and_wait(server, operator,
