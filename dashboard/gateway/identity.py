@@ -249,7 +249,12 @@ def _compared(body: ChatBody, gw: GatewaySession) -> _Resends | _Forks:
 # -- the decision -------------------------------------------------------------------------
 
 def _service_error(exc: ServiceError) -> GatewayError:
+    """The store's refusal as a 400, as OpenAI answers a malformed request (the store says 422
+    for some), except a 413 (over IMPORT_MAX_MESSAGES), which stays a 413 as the REST API
+    answers it, so a client can tell "too much" from "malformed"."""
     param = getattr(exc, "field", None)
+    if exc.status == 413:
+        return GatewayError(exc.status, str(exc.detail), param=param)
     return bad_request(str(exc.detail), param=param)
 
 

@@ -64,10 +64,10 @@ def _stored(session_id: int) -> list[str]:
             .values_list("raw", flat=True)]
 
 
-def _bad(call, *args, **kw) -> GatewayError:
+def _bad(call, *args, status: int = 400, **kw) -> GatewayError:
     with pytest.raises(GatewayError) as caught:
         call(*args, **kw)
-    assert caught.value.status == 400
+    assert caught.value.status == status
     return caught.value
 
 
@@ -352,9 +352,9 @@ def test_a_new_session_keeps_the_requests_model_tools_and_format(project):
     assert not bare.tools
 
 
-def test_what_the_store_refuses_is_a_400_naming_the_field_and_nothing_is_stored(project, settings):
+def test_what_the_store_refuses_keeps_its_status_names_the_field_and_nothing_is_stored(project, settings):
     settings.IMPORT_MAX_MESSAGES = 3
-    err = _bad(_send, project, [SYSTEM, ASK, ANSWER, MORE])
+    err = _bad(_send, project, [SYSTEM, ASK, ANSWER, MORE], status=413)  # as the REST API answers it
     assert err.param == "messages" and "IMPORT_MAX_MESSAGES=3" in err.message
     assert not Session.objects.exists() and not GatewaySession.objects.exists()
 
