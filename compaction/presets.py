@@ -109,7 +109,10 @@ def _deepagents() -> JSONObject:
 def _trpc() -> JSONObject:
     return {
         "name": "trpc",
-        "landing": SEED_LANDING,
+        # Its trigger counts tokens since the last summary, so a turn that holds nearly all of
+        # them leaves a summary little to free: below a tenth of the usable window it waits
+        # (a prompt-cache break for little room) until the call nears the window.
+        "landing": {**SEED_LANDING, "min_freed": 0.1},
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
