@@ -41,6 +41,10 @@ trigger threshold and skips compactions that would free less than 10% of the usa
 (the trigger re-arms after that many new tokens). The seed presets keep the seeds' own
 kept-tail bounds and fire whenever their trigger says (``landing.move_cut`` off,
 ``landing.min_freed`` 0); their reduction keeps the seed's own minimum (``clear_at_least``).
+``trpc`` alone has a minimum of 10% of the usable window: its trigger counts the tokens since
+the last summary, and when the current turn holds nearly all of them a summary would free a
+few tokens on every call; it waits instead, and near the window its synchronous summary keeps
+only the latest round of that turn.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 - **Task and constraints**: the task as first stated (short), or a pointer to it when the
   context keeps the task message word for word right after the summary; later requests
   and the latest one, and sentences that carry constraints ("must", "do not", "only"...)
-  unless a kept message holds them. Harness boilerplate is no request: notes such as
+  unless a kept message holds them; a constraint that introduces the exact command to run
+  ("You MUST use this EXACT command to submit:" and a fenced block) carries that command. Harness boilerplate is no request: notes such as
   "[Request interrupted by user]", format reminders and wrappers (``HARNESS``), messages
   repeated word for word, and nudges of one shape repeated more than twice;
 - **Files edited**: files a call created, edited, deleted or moved (read from what it ran,
@@ -28,8 +29,9 @@
   answered, else the agent's last stated plan that names what it acts on (never a filler
   such as "Let's try this."), else the open request;
 - **Names used**: the identifiers (code names, error names, hashes, quoted strings...)
-  the user and the agent wrote, most used first, filled last with the words the other
-  sections left (see :mod:`.budget`), without those already shown.
+  the user and the agent wrote, most used first, then the code names and paths of the
+  latest tool results (what the agent just read, latest first), filled last with the words
+  the other sections left (see :mod:`.budget`), without those already shown.
 
 A previous extractive summary is merged section by section (old task statement
 kept, old "latest" request demoted, old open errors closed when their command now
