@@ -16,6 +16,7 @@ from dashboard import urls_pages
 from dashboard.models import (
     ApiKey,
     CompactionRun,
+    ContinuousTuning,
     Project,
     ProjectMembership,
     StoredPolicy,
@@ -83,6 +84,7 @@ ROUTES: dict[str, Route] = {
     "tuning-grid-latest": Route("GET", "session", "view"),
     "grid": Route("GET", "grid", "view"),
     "grid-cancel": Route("POST", "grid", "edit"),
+    "tuning-evidence": Route("GET", "tuning", "view"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)
 WRITES = sorted(name for name, r in ROUTES.items() if r.target and r.need == "edit")
@@ -118,6 +120,8 @@ def _args(route: Route, objs: dict) -> list:
         "call": lambda: [_gateway_call(objs["session"]).pk],
         "sweep": lambda: [TuningSweep.objects.create(project=objs["project"], session=objs["session"],
                                                      parameter="tokens", status="done").pk],
+        "tuning": lambda: [ContinuousTuning.objects.create(project=objs["project"], window_days=7, budget_seconds=60,
+                                                           recall_target=0.98, status="done").pk],
         "grid": lambda: [TuningGrid.objects.get_or_create(project=objs["project"], session=objs["session"],
                                                           x_param="tokens", y_param="keep_messages")[0].pk],
     }[route.target]()

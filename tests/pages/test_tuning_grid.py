@@ -42,7 +42,7 @@ def test_a_grid_over_the_project_is_drawn_as_a_heatmap_with_the_sums_of_its_sess
         for s in (grown, small):
             raws = list(StoredMessage.objects.filter(session=s).order_by("position").values_list("raw", flat=True))
             total = total + preview_policy(raws, cell_policy(apply_service_defaults(base, s), grid, cell), tools=s.tools,
-                                           fallback_model=s.model, session_id=f"preview-{s.pk}").figures
+                                           fallback_model=s.model).figures
         assert {k: v for k, v in grid.cells[cell].items() if k != "errors"} == total.to_dict()
     # a lower trigger compacts more, in every row
     for row in (0, 1):
