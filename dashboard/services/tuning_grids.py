@@ -210,12 +210,13 @@ def request_grid(session: Session, policy: Policy, *, x_param: str, y_param: str
 
 
 def cancel_grid(grid: TuningGrid) -> TuningGrid:
-    """Stop a grid: its chunks stop before their next replay. Raises Invalid for a grid
-    that has already finished."""
+    """Stop a grid: its chunks stop before their next replay. A grid already cancelled is
+    left as it is (a second click of the button, or a retried request, is not an error).
+    Raises Invalid for a grid that has finished otherwise."""
     stopped = TuningGrid.objects.filter(pk=grid.pk, status__in=(GridStatus.QUEUED, GridStatus.RUNNING)).update(
         status=GridStatus.CANCELLED, finished_at=now())
     grid.refresh_from_db()
-    if not stopped:
+    if not stopped and grid.status != GridStatus.CANCELLED:
         raise Invalid(f"grid: it has already finished ({grid.status}); nothing to cancel")
     TuningGridChunk.objects.filter(grid_id=grid.pk, status=GridStatus.QUEUED).update(status=GridStatus.CANCELLED)
     return grid

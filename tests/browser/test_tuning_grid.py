@@ -19,15 +19,16 @@ DOCS = ARTIFACTS.parent / "docs"
 PHONE = {"width": 390, "height": 844}
 
 
-REAL = "sweagent__replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source__marshmal.json"
+REAL = "taubench__gpt-4o-airline__rec052.json"
 
 
 @pytest.fixture
 def gridded(project):
-    """A real 28-message transcript (its recall drops when compactions cut its tail short) and
-    a synthetic session, gridded over the project."""
+    """A real 62-message airline support transcript (its recall changes with the trigger: the
+    agent reads back reservation details a compaction may have cleared) and a synthetic
+    session, gridded over the project."""
     require_corpus(REAL)
-    s = factories.import_messages(project, load(REAL)["messages"], title="marshmallow-1867: TimeDelta rounding")
+    s = factories.import_messages(project, load(REAL)["messages"], title="Airline support: change a reservation")
     factories.grow(project, factories.agent_messages(30, tag="grid"), title="Billing refactor")
     # eager Celery: every chunk runs at once, the last one sums the grid
     request_grid(s, starting_point(s).policy, x_param="tokens", y_param="keep_messages", columns=6, rows=4)

@@ -95,8 +95,13 @@ def test_a_cancelled_grid_runs_no_more_replays(web, grown):
     assert [run_chunk(c.pk) for c in grid.chunks.all()] == ["skipped"] * grid.chunks_total
     grid.refresh_from_db()
     assert grid.status == "cancelled" and grid.done == 0 and grid.cells == []
+    # a second click (or a retried request) finds it cancelled and says so, not an error
     again = web.post(reverse("pages:grid-cancel", args=[grid.pk]), HTTP_HX_REQUEST="true")
-    assert again.status_code == 400 and "already finished (cancelled)" in again.content.decode()
+    assert again.status_code == 200 and 'data-testid="grid-cancelled"' in again.content.decode()
+    TuningGrid.objects.filter(pk=grid.pk).update(status="failed", error="the worker stopped")
+    failed = web.post(reverse("pages:grid-cancel", args=[grid.pk]), HTTP_HX_REQUEST="true")
+    assert failed.status_code == 400 and "already finished (failed)" in failed.content.decode()
+    assert TuningGrid.objects.get(pk=grid.pk).status == "failed"
 
 
 def test_a_chunk_stops_before_its_next_replay_once_the_grid_is_cancelled(grown):
