@@ -5,7 +5,8 @@ page shows its progress and cancels in one click. The heatmap's screenshot is
 docs/screenshots/tuning_grid.png (copy it from test-artifacts/docs/ after a UI change)."""
 import pytest
 
-from dashboard.celery import app as celery_app
+from dashboard.brokers import filesystem_transport_options
+from dashboard.celery import use_broker
 from dashboard.models import TuningGrid
 from dashboard.selectors.tuning import starting_point
 from dashboard.services.tuning_grids import request_grid
@@ -69,13 +70,15 @@ def test_the_grid_scrolls_inside_its_box_on_a_phone(page, signed_in, console, gr
     console.assert_clean()
 
 
-def test_a_grid_started_on_the_page_can_be_cancelled(page, signed_in, console, project, settings):
+def test_a_grid_started_on_the_page_can_be_cancelled(page, signed_in, console, project, settings, tmp_path):
     """Started with eager Celery off, no worker and RUN_NO_WORKER_FALLBACK=off: it stays
     queued, with its progress bar and the cancel button (the service tests run real workers;
-    with the fallback on, this process would run the grid itself after the no-worker wait)."""
+    with the fallback on, this process would run the grid itself after the no-worker wait).
+    Its chunks go to a broker folder of its own: an earlier test of this process may have left
+    the app on a broker that is gone (a worker test's), where queueing fails the grid at once."""
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.RUN_NO_WORKER_FALLBACK = "off"
-    celery_app.conf.task_always_eager = False
+    use_broker("filesystem://", filesystem_transport_options(tmp_path / "broker", 0.1))
     session = factories.import_messages(project, factories.agent_messages(12, tag="c"), title="Cancel me")
     page.goto(signed_in(f"/sessions/{session.pk}/tuning/"))
     page.get_by_test_id("grid-start").click()

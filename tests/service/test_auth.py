@@ -21,6 +21,8 @@ BODIES = {
     ("post", "/api/policies"): {"name": "p2", "preset": "default"},
     ("put", "/api/policies/{policy_id}"): {"description": "changed"},
     ("put", "/api/project/policy"): {"policy_id": None},
+    ("post", "/api/sessions/{session_id}/archive/tool-call"): {"name": "session_search",
+                                                               "arguments": {"query": "module"}},
 }
 QUERIES = {"/api/sessions/{session_id}/archive/search": "?q=module"}
 
