@@ -21,7 +21,8 @@ How a summary is made, one module per step:
 - :mod:`.language` translates headings and prefixes, and reads earlier summaries
   written in any language back;
 - :mod:`.words` counts words as the budget does; :mod:`.summary` ties these together;
-- :mod:`.provider` registers the whole as a litellm custom provider.
+- :mod:`.provider` answers a chat request with it (the summarizer's request loop calls it in
+  process) and registers it as a litellm custom provider for code that calls litellm itself.
 
 Everything is regex scanning over the text, linear in its size: a megabyte of
 transcript takes a fraction of a second.
