@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -98,20 +98,30 @@ def _ours(response: dict[str, Any], response_id: str, req: ResponsesRequest,
                 output=leading + (output if isinstance(output, list) else []))
 
 
+_T = TypeVar("_T")
+
+
+def _send(prep: chat.Prepared, req: ResponsesRequest, call: Callable[[str, str, float, bytes], _T]) -> tuple[_T, float]:
+    """The body for the upstream kept for the inspector, then sent by ``call``
+    (``relay.respond`` or ``relay.respond_stream``); what ``call`` returns and when it was
+    sent. A refusal is recorded on the call before it reaches the view."""
+    sent = body(prep, req)
+    prep.keep_sent(sent)
+    started = time.perf_counter()
+    try:
+        return call(prep.up.api_base or "", prep.up.api_key or connections.NO_KEY, settings.GATEWAY_TIMEOUT,
+                    sent.payload()), started
+    except GatewayError as exc:
+        prep.record(exc.status, upstream_s=time.perf_counter() - started, error=exc)
+        raise
+
+
 def complete(prep: chat.Prepared, req: ResponsesRequest, response_id: str, leading: list[dict[str, Any]],
              keep: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Non-streaming: the response object. The reply is stored after the answer is sent
     (``prep.after``), as on the translated path; ``keep`` keeps the response for a next
     request's ``previous_response_id`` before that."""
-    sent = body(prep, req)
-    prep.keep_sent(sent)
-    started = time.perf_counter()
-    try:
-        response = relay.respond(prep.up.api_base or "", prep.up.api_key or connections.NO_KEY,
-                                 settings.GATEWAY_TIMEOUT, sent.payload())
-    except GatewayError as exc:
-        prep.record(exc.status, upstream_s=time.perf_counter() - started, error=exc)
-        raise
+    response, started = _send(prep, req, relay.respond)
     upstream_s = time.perf_counter() - started
     answer = _ours(response, response_id, req, leading)
     reply, usage = reply_of(response.get("output") or []), chat_usage(response.get("usage"))
@@ -127,15 +137,7 @@ def stream(prep: chat.Prepared, req: ResponsesRequest, response_id: str, leading
     """Streaming: the events to send. The upstream is called here, so a failure before its
     first event raises (the view answers with its status); one after it ends the stream with
     an ``error`` event."""
-    sent = body(prep, req)
-    prep.keep_sent(sent)
-    started = time.perf_counter()
-    try:
-        events = relay.respond_stream(prep.up.api_base or "", prep.up.api_key or connections.NO_KEY,
-                                      settings.GATEWAY_TIMEOUT, sent.payload())
-    except GatewayError as exc:
-        prep.record(exc.status, upstream_s=time.perf_counter() - started, error=exc)
-        raise
+    events, started = _send(prep, req, relay.respond_stream)
     return _Relay(prep, req, response_id, leading, keep, started).events(events)
 
 
