@@ -21,6 +21,7 @@ from django.db.models import Max
 
 from ..models import WorkerBeat
 from .common import now
+from .fork_guard import no_fork
 
 log = logging.getLogger("dashboard.workers")
 
@@ -96,15 +97,18 @@ class BeatLoop:
     def _loop(self, interval: float) -> None:
         try:
             while True:
-                try:
-                    beat(self.name)
-                except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
-                    log.warning("worker heartbeat of %s failed", self.name, exc_info=True)
-                    connection.close()
+                # the pool forks from this process: not while this thread is in the driver
+                with no_fork():
+                    try:
+                        beat(self.name)
+                    except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
+                        log.warning("worker heartbeat of %s failed", self.name, exc_info=True)
+                        connection.close()
                 if self._stop.wait(interval):
                     return
         finally:
-            connection.close()
+            with no_fork():
+                connection.close()
 
     def stop(self) -> None:
         self._stop.set()

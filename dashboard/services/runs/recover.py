@@ -20,6 +20,7 @@ from django.db import close_old_connections, connection, transaction
 
 from ...models import CompactionRun, RunEvent, RunStatus, Session
 from ..common import now
+from ..fork_guard import no_fork
 from .commit import finish_locked
 from .request import enqueue_on_commit
 
@@ -132,13 +133,16 @@ def _loop() -> None:
     try:
         while True:
             try:
-                recover_once()
+                # this thread shares its process with the pool's forks (see fork_guard)
+                with no_fork():
+                    recover_once()
             except Exception:  # noqa: BLE001 - keep the loop alive; the next tick retries
                 log.warning("recovery pass failed", exc_info=True)
             if _stop.wait(interval):
                 return
     finally:
-        connection.close()
+        with no_fork():
+            connection.close()
 
 
 def start_recovery_loop() -> None:
