@@ -888,6 +888,10 @@ class TuningSweep(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Written by the executing task (services/job_heartbeat); a sweep left running by a lost
+    # worker is queued again by the recovery loop (services/runs/recover.recover_tuning_jobs).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Executions started (the claim).")
 
     @property
     def finished(self) -> bool:
@@ -950,6 +954,11 @@ class TuningGridChunk(models.Model):
     status = models.CharField(max_length=10, choices=GridStatus.choices, default=GridStatus.QUEUED)
     work = JSONTextField(default=list)
     results = JSONTextField(default=list)
+    # as on TuningSweep: the executing task's heartbeat, and executions started
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Executions started (the claim).")
+    done = models.PositiveIntegerField(default=0, help_text="Replays of this chunk counted in the grid's progress "
+                                                            "(an execution after a lost one counts only past them).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["grid", "index"], name="grid_chunk_index")]

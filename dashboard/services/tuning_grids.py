@@ -35,6 +35,7 @@ from ..celery import app as celery_app
 from ..models import GridStatus, Session, StoredMessage, TuningGrid, TuningGridChunk
 from . import Invalid, workers
 from .common import now
+from .job_heartbeat import JobHeartbeat, claim_job, holds
 from .policies import apply_service_defaults
 from .runs import no_worker
 from .runs.request import ENQUEUE_ERRORS, is_eager, no_worker_wait_left, worker_silence
@@ -205,7 +206,7 @@ def request_grid(session: Session, policy: Policy, *, x_param: str, y_param: str
             TuningGridChunk(grid=grid, index=i, work=[list(item) for item in part]) for i, part in enumerate(parts))
         by_index = list(grid.chunks.order_by("index").values_list("pk", flat=True))
         ids = [by_index[i] for i in heaviest_first]  # queued heaviest first: the last to start are short
-        transaction.on_commit(lambda: _enqueue(grid.pk, ids))
+        transaction.on_commit(lambda: enqueue_chunks(grid.pk, ids))
     return grid
 
 
@@ -222,7 +223,7 @@ def cancel_grid(grid: TuningGrid) -> TuningGrid:
     return grid
 
 
-def _enqueue(grid_id: int, chunk_ids: list[int]) -> None:
+def enqueue_chunks(grid_id: int, chunk_ids: list[int]) -> None:
     task = celery_app.tasks[GRID_TASK]
     if is_eager():
         for chunk_id in chunk_ids:
@@ -234,7 +235,7 @@ def _enqueue(grid_id: int, chunk_ids: list[int]) -> None:
                              retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2})
     except ENQUEUE_ERRORS as exc:
         log.warning("grid %s could not be queued: %s", grid_id, exc)
-        _fail(grid_id, f"could not queue the grid (broker unavailable: {type(exc).__name__})")
+        fail_grid(grid_id, f"could not queue the grid (broker unavailable: {type(exc).__name__})")
         return
     silent = worker_silence()
     if silent is not None:
@@ -265,7 +266,7 @@ def _run_here(grid_id: int) -> None:
         connection.close()
 
 
-def _fail(grid_id: int, error: str) -> None:
+def fail_grid(grid_id: int, error: str) -> None:
     TuningGrid.objects.filter(pk=grid_id, status__in=(GridStatus.QUEUED, GridStatus.RUNNING)).update(
         status=GridStatus.FAILED, error=error, finished_at=now())
 
@@ -283,22 +284,28 @@ def run_chunk(chunk_id: int) -> str:
     """Replay one chunk's (session, cell) pairs, counting each on the grid; the last chunk
     to finish sums the grid. A chunk already taken, or of a grid that was cancelled or
     failed, is left alone; a cancel seen between two replays stops it."""
-    if not TuningGridChunk.objects.filter(pk=chunk_id, status=GridStatus.QUEUED).update(status=GridStatus.RUNNING):
+    attempt = claim_job(TuningGridChunk, chunk_id, GridStatus.QUEUED, GridStatus.RUNNING)
+    if attempt is None:
         return "skipped"
     chunk = TuningGridChunk.objects.select_related("grid").get(pk=chunk_id)
     grid = chunk.grid
     TuningGrid.objects.filter(pk=grid.pk, status=GridStatus.QUEUED).update(status=GridStatus.RUNNING)
+    # every write below only while this execution holds the chunk: one the recovery loop
+    # queued again as lost (a worker starved past RUN_STALE_AFTER) is counted once, by the other
+    mine = holds(TuningGridChunk, chunk_id, attempt, GridStatus.RUNNING)
     try:
-        results = _replay(chunk, grid)
+        with JobHeartbeat(TuningGridChunk, chunk_id, attempt, GridStatus.RUNNING):
+            results = _replay(chunk, grid)
     except Exception as exc:  # noqa: BLE001 - the grid must say why it stopped
         log.exception("grid %s chunk %s failed", grid.pk, chunk.index)
-        TuningGridChunk.objects.filter(pk=chunk_id).update(status=GridStatus.FAILED)
-        _fail(grid.pk, f"{type(exc).__name__}: {exc}")
+        if mine.update(status=GridStatus.FAILED):
+            fail_grid(grid.pk, f"{type(exc).__name__}: {exc}")
         return "failed"
     if results is None:
-        TuningGridChunk.objects.filter(pk=chunk_id).update(status=GridStatus.CANCELLED)
+        mine.update(status=GridStatus.CANCELLED)
         return "cancelled"
-    TuningGridChunk.objects.filter(pk=chunk_id).update(status=GridStatus.DONE, results=results)
+    if not mine.update(status=GridStatus.DONE, results=results):
+        return "superseded"
     return _count_chunk(grid.pk)
 
 
@@ -340,7 +347,10 @@ def _replay(chunk: TuningGridChunk, grid: TuningGrid) -> list[dict[str, Any]] | 
             except (PolicyError, CompactionError, ValueError) as exc:
                 entry["error"] = f"session {session_id}: {exc}"
         results.append(entry)
-        TuningGrid.objects.filter(pk=grid.pk).update(done=F("done") + 1)
+        # progress counts each replay once: an execution after a lost one replays the
+        # chunk from its start but adds only what the lost one had not counted
+        if TuningGridChunk.objects.filter(pk=chunk.pk, done__lt=len(results)).update(done=len(results)):
+            TuningGrid.objects.filter(pk=grid.pk).update(done=F("done") + 1)
     return results
 
 

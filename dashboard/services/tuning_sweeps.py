@@ -31,6 +31,7 @@ from ..celery import app as celery_app
 from ..models import Session, StoredMessage, SweepStatus, TuningSweep
 from . import Invalid, workers
 from .common import now
+from .job_heartbeat import JobHeartbeat, claim_job, holds
 from .policies import apply_service_defaults
 from .runs import no_worker
 from .runs.request import ENQUEUE_ERRORS, is_eager, no_worker_wait_left, worker_silence
@@ -109,11 +110,11 @@ def request_sweep(session: Session, policy: Policy, *, kind: str, scope: str) ->
         sweep = TuningSweep.objects.create(
             project_id=session.project_id, session=session, scope=scope, parameter=kind, values=values,
             current=current_setting(kind, effective), policy=policy.to_json(), total=len(values) * sessions)
-        transaction.on_commit(lambda: _enqueue(sweep.pk))
+        transaction.on_commit(lambda: enqueue_sweep(sweep.pk))
     return sweep
 
 
-def _enqueue(sweep_id: int) -> None:
+def enqueue_sweep(sweep_id: int) -> None:
     task = celery_app.tasks[SWEEP_TASK]
     if is_eager():
         task.apply_async(args=[sweep_id])
@@ -178,20 +179,21 @@ def _raws(session: Session) -> list[dict[str, Any]]:
 def run_sweep(sweep_id: int) -> str:
     """Replay the sweep's policy at each setting over its sessions, counting progress after
     each replay; store the points (or the error) when done. A finished sweep is left alone."""
-    claimed = TuningSweep.objects.filter(pk=sweep_id, status=SweepStatus.QUEUED).update(
-        status=SweepStatus.RUNNING, done=0)
-    if not claimed:
+    attempt = claim_job(TuningSweep, sweep_id, SweepStatus.QUEUED, SweepStatus.RUNNING, done=0)
+    if attempt is None:
         return "skipped"
     sweep = TuningSweep.objects.get(pk=sweep_id)
+    mine = holds(TuningSweep, sweep_id, attempt, SweepStatus.RUNNING)
     try:
-        points = sweep_points(sweep, sweep_sessions(sweep))
+        with JobHeartbeat(TuningSweep, sweep_id, attempt, SweepStatus.RUNNING):
+            points = sweep_points(sweep, sweep_sessions(sweep))
     except Exception as exc:  # noqa: BLE001 - the row must say why the sweep stopped
         log.exception("sweep %s failed", sweep_id)
-        TuningSweep.objects.filter(pk=sweep_id).update(status=SweepStatus.FAILED, error=f"{type(exc).__name__}: {exc}",
-                                                       finished_at=now())
+        mine.update(status=SweepStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=now())
         return "failed"
-    TuningSweep.objects.filter(pk=sweep_id).update(status=SweepStatus.DONE, points=points, done=F("total"),
-                                                   finished_at=now())
+    # only while this execution still holds the sweep (not queued again meanwhile as lost)
+    if not mine.update(status=SweepStatus.DONE, points=points, done=F("total"), finished_at=now()):
+        return "superseded"
     return "done"
 
 

@@ -1,5 +1,6 @@
 """Recovering runs whose worker died: :func:`recover` queues them again (or fails them
-after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost;
+after RUN_MAX_DELIVERIES) and re-sends queued runs whose message may be lost (and does the
+same for tuning sweeps and grid chunks, services/tuning_recovery);
 :func:`requeue_now` is the same for an execution that knows it cannot finish (its database
 connection died), without waiting for its heartbeat to go stale.
 
@@ -26,7 +27,7 @@ from .request import enqueue_on_commit
 
 log = logging.getLogger("dashboard.recovery")
 
-RecoveryCounts = dict[Literal["requeued", "failed", "resent"], int]
+RecoveryCounts = dict[Literal["requeued", "failed", "resent", "tuning"], int]
 
 
 def recover(stale_after: float | None = None) -> RecoveryCounts:
@@ -35,7 +36,7 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
     worker at once: each change is a conditional update under the session lock."""
     stale_after = settings.RUN_STALE_AFTER if stale_after is None else stale_after
     cutoff = now() - timedelta(seconds=stale_after)
-    counts: RecoveryCounts = {"requeued": 0, "failed": 0, "resent": 0}
+    counts: RecoveryCounts = {"requeued": 0, "failed": 0, "resent": 0, "tuning": 0}
     for run_id, session_id in list(CompactionRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
                                    .values_list("id", "session_id")):
         with transaction.atomic():
@@ -76,6 +77,11 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
         status = CompactionRun.objects.filter(pk=holder).values_list("status", flat=True).first()
         if status != RunStatus.RUNNING:
             Session.release_stale_slot(held.pk, holder)
+    # Sweeps and grid chunks lost with their worker. Imported here: the tuning services
+    # import the runs package (its no-worker watch), which imports this module.
+    from ..tuning_recovery import recover_tuning_jobs  # noqa: PLC0415
+
+    counts["tuning"] = recover_tuning_jobs(cutoff)
     return counts
 
 def requeue_now(session_id: int, run_id: int, token: str, reason: str) -> bool:
