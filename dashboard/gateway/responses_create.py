@@ -140,9 +140,10 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
         reply = {k: v for k, v in choice["message"].items() if k in ("role", "content", "tool_calls")}
         _keep(prep, response_id, project, reply)
         output = leading + wire.output_items(response_id, reply)
-        return Answer(prep, response=wire.response_object(response_id, req.model, req.echo, created=created,
-                                                          output=output, finish=choice.get("finish_reason"),
-                                                          chat_usage=completion.get("usage")))
+        response = wire.response_object(response_id, req.model, req.echo, created=created, output=output,
+                                        finish=choice.get("finish_reason"), chat_usage=completion.get("usage"))
+        prep.answered = time.perf_counter()  # the response kept and its object made: both are this call's overhead
+        return Answer(prep, response=response)
     chunks = chat.stream(prep)
     # The first chunk is awaited here, so an upstream that fails at once answers with its
     # own status (what the SDK turns into RateLimitError and the like).

@@ -126,9 +126,9 @@ def complete(prep: chat.Prepared, req: ResponsesRequest, response_id: str, leadi
     answer = _ours(response, response_id, req, leading)
     reply, usage = reply_of(response.get("output") or []), chat_usage(response.get("usage"))
     keep(reply)
-    answered = time.perf_counter()
+    prep.answered = time.perf_counter()
     prep.reply = answer
-    prep.after = lambda: chat.store_call_reply(prep, reply, usage, upstream_s, answered)
+    prep.after = lambda: chat.store_call_reply(prep, reply, usage, upstream_s)
     return answer
 
 

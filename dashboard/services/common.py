@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import DatabaseError, connection, models
+from django.db.models.fields import AutoFieldMixin
 
 # One MessageCounter per tokenizer per process (the engine keeps them), so its
 # content-hash cache is shared by every request, run and simulation in the process.
@@ -83,7 +84,8 @@ _STATEMENTS: dict[tuple, tuple[str, list[models.Field]]] = {}
 def _insert_statement(model: type[models.Model]) -> tuple[str, list[models.Field]]:
     key = ("insert", model, connection.vendor)
     if key not in _STATEMENTS:
-        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        # an automatic id is the database's to give; a key the row is given (a response's id) is written
+        fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, AutoFieldMixin))]
         q = connection.ops.quote_name
         _STATEMENTS[key] = (f"INSERT INTO {q(model._meta.db_table)} ({', '.join(q(f.column) for f in fields)}) "
                             f"VALUES ({', '.join(['%s'] * len(fields))})", fields)

@@ -127,3 +127,19 @@ def test_a_prefix_one_byte_off_falls_back_to_the_whole_input(gateway, project, l
                              extra_headers={"X-Session-Id": "off"})
     assert bad.value.body["param"] == f"input[{len(items)}].type"
     assert "web_search_call" in bad.value.message
+
+
+def test_a_long_run_keeps_one_input_per_identity_and_the_short_path_every_turn(gateway, project, llm_server, paths,
+                                                                               monkeypatch):
+    """What this process keeps of an identity's last input is counted once, however many
+    turns came before it: a cap of a few inputs' size never forgets the conversation."""
+    monkeypatch.setattr(responses_input, "_SEEN", {})
+    monkeypatch.setattr(responses_input, "_seen_chars", 0)
+    monkeypatch.setattr(responses_input, "_SEEN_MAX_CHARS", 40_000)
+    oai = sdk(gateway, project.test_key)
+    _conversation(oai, llm_server, "long", fast=True, turns=16)
+
+    kept = responses_input._SEEN[(project.pk, "id:long")]
+    assert responses_input._seen_chars == kept.chars
+    assert 3 * kept.chars < 40_000 < sum(range(1, 17)) * kept.chars // 16  # the turns' inputs together are over the cap
+    assert paths[0] is None and all(n is not None for n in paths[1:]), paths
