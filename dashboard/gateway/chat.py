@@ -53,6 +53,9 @@ class Prepared:
     request_fields: dict[str, Any] | None = None
     sent: SentBody | None = None
     reply: Any = None
+    # the Responses reasoning items kept on the live context's messages, by index in
+    # ``messages_text`` (``live.Forwarded.reasoning``: only an upstream serving Responses gets them)
+    reasoning: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
     def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None,
                answered: float | None = None, error: GatewayError | None = None) -> None:
@@ -139,7 +142,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} "
                                           f"({placement.fork_reason}); it started session {session.pk}")
     return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint,
-                    request_fields=request_fields)
+                    request_fields=request_fields, reasoning=live.reasoning)
 
 
 def _reply(message: Any) -> dict[str, Any]:

@@ -128,6 +128,9 @@ def remember(project_id: int, header: str | None, req: ResponsesRequest, convert
     count = converted.skipped.count + len(converted.messages) if converted.skipped else len(converted.messages)
     if count < 2 or raw.length < 2 or text[head_end:] != f", {last}]":
         return
+    tail = req.input[-1] if isinstance(req.input, list) and req.input else None
+    if isinstance(tail, dict) and tail.get("type") == "reasoning":
+        return  # it waits for the assistant turn of the next input, which only the whole conversion joins it to
     items = (req.skipped.count if req.skipped is not None else 0) + len(req.input)
     if _seen_chars + head_end + raw.length > _SEEN_MAX_CHARS:
         _SEEN.clear()

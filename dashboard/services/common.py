@@ -174,8 +174,9 @@ def _write(sql: str, params: list[Any], what: str | None = None) -> None:
 
 
 def insert_row(row: models.Model) -> None:
-    """Insert one new row whose id nobody reads back: the values ``save()`` would write
-    (each prepared by its field, ``auto_now_add`` included), in one plain statement."""
+    """Insert one new row whose id nobody reads back (an automatic one; a key the row is
+    given is written): the values ``save()`` would write (each prepared by its field,
+    ``auto_now_add`` included), in one plain statement."""
     sql, fields = _insert_statement(type(row))
     _write(sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
 
