@@ -19,9 +19,13 @@ in a thread of this process. Per api, medians over the rounds, in ms of this thr
                                the call's row)
     upstream=..                the upstream call in this thread (posting the body, reading the
                                reply), left out of all the above
+    span_wall=..               ``span`` in wall-clock time (the upstream call's wall time left
+                               out): what the call's row records, here in process
 
 The apis' rounds alternate (chat first in even rounds), after ``--warm`` unmeasured rounds
-of each. ``--parts``: also the CPU of the endpoints' main steps, by name.
+of each; ``gap=responses-chat``: the median over the rounds of the difference between the
+two apis' figures in the same round. ``--parts``: also the CPU of the endpoints' main
+steps, by name.
 
 ``--profile DIR``: a cProfile (clock: ``time.thread_time``) of the measured rounds per api,
 saved as ``DIR/<api>.prof``, and its top functions by own time, per call, printed.
@@ -58,25 +62,26 @@ class _Clock:
     CPU clock when the last of them returned (``ended``) or the first began (``began``)."""
 
     def __init__(self) -> None:
-        self.spent = 0.0
-        self.began: float | None = None
-        self.ended = 0.0
+        self.reset()
 
     def reset(self) -> None:
         self.spent, self.began, self.ended = 0.0, None, 0.0
+        # the same in wall-clock time (perf_counter)
+        self.spent_wall, self.began_wall, self.ended_wall = 0.0, 0.0, 0.0
 
     def wrap(self, owner, name: str) -> None:
         inner = getattr(owner, name)
 
         def timed(*args, **kwargs):
-            t0 = time.thread_time()
+            t0, w0 = time.thread_time(), time.perf_counter()
             if self.began is None:
-                self.began = t0
+                self.began, self.began_wall = t0, w0
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.ended = time.thread_time()
+                self.ended, self.ended_wall = time.thread_time(), time.perf_counter()
                 self.spent += self.ended - t0
+                self.spent_wall += self.ended_wall - w0
         setattr(owner, name, timed)
 
 
@@ -89,7 +94,8 @@ class _Api:
         self.field = "input" if api == "responses" else "messages"
         self.sent = messages_to_items(history) if api == "responses" else history
         self.headers = {"HTTP_AUTHORIZATION": f"Bearer {key}", "HTTP_X_SESSION_ID": f"cpu-{api}-{len(history)}"}
-        self.rows: dict[str, list[float]] = {"total": [], "answer": [], "span": [], "after": [], "upstream": []}
+        self.rows: dict[str, list[float]] = {"total": [], "answer": [], "span": [], "after": [], "upstream": [],
+                                             "span_wall": []}
         self.profiler = cProfile.Profile(time.thread_time) if profile else None
 
     def post(self, client):
@@ -176,10 +182,17 @@ def main() -> None:
             rows["total"].append((spent - upstream.spent) * 1000)
             rows["answer"].append((spent - upstream.spent - after.spent) * 1000)
             rows["span"].append((max(upstream.ended, made.ended) - begun.began - upstream.spent) * 1000)
+            rows["span_wall"].append((max(upstream.ended_wall, made.ended_wall) - begun.began_wall
+                                      - upstream.spent_wall) * 1000)
             rows["after"].append(after.spent * 1000)
             rows["upstream"].append(upstream.spent * 1000)
             for name, clock in parts.items():
                 rows.setdefault(name, []).append(clock.spent * 1000)
+                rows.setdefault(f"{name}_wall", []).append(clock.spent_wall * 1000)
+    if len(apis) == 2:  # round by round (each pair ran back to back, so load hits both alike)
+        gaps = {k: statistics.median(b - a for a, b in zip(apis[0].rows[k], apis[1].rows[k]))
+                for k in ("total", "answer", "span", "span_wall")}
+        print(f"gap={apis[1].api}-{apis[0].api} " + " ".join(f"{k}={v:.2f}" for k, v in gaps.items()), flush=True)
     for api in apis:
         print(f"api={api.api} items={len(api.sent)} "
               + " ".join(f"{k}={statistics.median(v):.2f}" for k, v in api.rows.items()), flush=True)

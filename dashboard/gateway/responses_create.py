@@ -121,7 +121,36 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
             raise project_gone() from None
         overrides = req.overrides(base)
     prep = _prepare(project, req, converted, session_header, overrides, started)
-    responses_input.remember(project.pk, session_header, req, converted)
+
+    def remember() -> None:
+        responses_input.remember(project.pk, session_header, req, converted)
+
+    if req.stream:
+        remember()  # (a stream's events go out as the upstream's come: nothing waits for this)
+        return _call(project, req, prep)
+    try:
+        out = _call(project, req, prep)
+    except GatewayError:
+        remember()  # the client's retry resends this input
+        raise
+    # Only the identity's next request reads what this input became: it is kept once the
+    # answer is out, before the reply is stored (``prep.after``), off the client's clock as
+    # the chat endpoint's storing of its reply is.
+    store = prep.after
+
+    def after() -> None:
+        try:
+            remember()
+        finally:
+            if store is not None:
+                store()
+
+    prep.after = after
+    return out
+
+
+def _call(project: Project, req: ResponsesRequest, prep: chat.Prepared) -> Answer:
+    """The call upstream, translated or passed through, and the answer made of it."""
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())

@@ -115,7 +115,9 @@ def whole(messages: list[dict[str, Any]]) -> Converted:
 
 def remember(project_id: int, header: str | None, req: ResponsesRequest, converted: Converted) -> None:
     """Keep what the request's input became, once the request was placed under the identity
-    ``header`` names (a request placed otherwise, or one not standing alone, keeps nothing)."""
+    ``header`` names (a request placed otherwise, or one not standing alone, keeps nothing).
+    Only the identity's next request reads it: ``responses_create`` calls this once a plain
+    answer is out (or an error, which the client's retry follows)."""
     global _seen_chars
     key, raw = _key(project_id, header), req.raw
     if key is None:
