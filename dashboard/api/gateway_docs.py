@@ -176,7 +176,8 @@ class Compaction(_Open):
 # -- POST /v1/responses -----------------------------------------------------------------------------
 
 class FunctionToolDef(_Closed):
-    """A function tool in the Responses form (hosted tools such as ``web_search`` are refused)."""
+    """A function tool in the Responses form (hosted tools such as ``web_search`` are refused,
+    whichever way the upstream is reached)."""
 
     type: Literal["function"]
     name: str
@@ -198,7 +199,8 @@ class ResponseCreateRequest(_Closed):
     model: str = Field(description="A model the operator's upstream serves (as on chat completions).")
     input: str | list[dict[str, Any]] | None = Field(
         None, description="Text, or items: messages (input_text, output_text, input_image parts), function_call, "
-                          "function_call_output, reasoning (dropped: the upstream gets none), and compaction items "
+                          "function_call_output, reasoning (kept with the assistant turn it precedes; sent again only "
+                          "to an upstream that serves Responses, passed through), and compaction items "
                           "this gateway returned, which stand for the stored messages they replaced.")
     instructions: str | None = Field(None, description="Sent first, as the system message.")
     previous_response_id: str | None = Field(

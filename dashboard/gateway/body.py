@@ -78,11 +78,14 @@ class Hint:
     """What this process saw of an identity's last request: its message array's first
     ``count`` messages were the first ``length`` characters from the ``[``, with SHA-256
     ``digest`` (see ``identity.hint``). A body that starts with that text again need not
-    decode those messages to be placed: the stored history vouches for them."""
+    decode those messages to be placed: the stored history vouches for them. ``text``: that
+    text itself, when the caller keeps it (``responses_input``, which needs no digest of
+    it): a body is then compared with it in place, and nothing is hashed."""
 
     count: int
     length: int
     digest: str
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,10 @@ def _resume(text: str, data: bytes, start: int, hint: Hint) -> tuple[RawMessages
     if not 1 < hint.length < len(text) - start:
         return None
     raw = RawMessages(text, start, len(text), data if len(data) == len(text) else None)
-    if raw.digest(hint.length) != hint.digest:
+    if hint.text is not None:
+        if len(hint.text) != hint.length or not text.startswith(hint.text, start):
+            return None
+    elif raw.digest(hint.length) != hint.digest:
         return None
     after: list[Any] = []
     end = i = start + hint.length  # just after the last skipped message

@@ -45,11 +45,17 @@ class Prepared:
     # what is left to do once the answer has been sent (see ``complete``); the view hands it
     # to the response (``sent.AnswerThen``)
     after: Callable[[], None] | None = None
+    # when the answer was ready (the end of the call's overhead): set by ``complete``, and
+    # later by an endpoint that has more to do before its answer is (``responses_create``)
+    answered: float | None = None
     # for the call's inspector page (``call_body``): the client's fields as sent when the
     # endpoint has them (else read back from ``body``), the body sent upstream, the reply
     request_fields: dict[str, Any] | None = None
     sent: SentBody | None = None
     reply: Any = None
+    # the Responses reasoning items kept on the live context's messages, by index in
+    # ``messages_text`` (``live.Forwarded.reasoning``: only an upstream serving Responses gets them)
+    reasoning: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
     def record(self, status: int, usage: dict[str, int] | None = None, upstream_s: float | None = None,
                answered: float | None = None, error: GatewayError | None = None) -> None:
@@ -136,7 +142,7 @@ def prepare(project: Project, body: ChatBody, session_header: str | None,
         headers["X-Compaction-Notice"] = (f"this history does not continue session {placement.forked_from} "
                                           f"({placement.fork_reason}); it started session {session.pk}")
     return Prepared(body, up, placement, session, run, live.text, headers, started, endpoint,
-                    request_fields=request_fields)
+                    request_fields=request_fields, reasoning=live.reasoning)
 
 
 def _reply(message: Any) -> dict[str, Any]:
@@ -184,9 +190,9 @@ def complete(prep: Prepared) -> dict[str, Any]:
     reply = _reply(choice.message)
     usage = _usage(getattr(response, "usage", None))
     message = dict(reply, refusal=None)
-    answered = time.perf_counter()
+    prep.answered = time.perf_counter()
     prep.reply = {"message": reply, "finish_reason": choice.finish_reason or "stop", "usage": usage}
-    prep.after = lambda: store_call_reply(prep, reply, usage, upstream_s, answered)
+    prep.after = lambda: store_call_reply(prep, reply, usage, upstream_s)
     return {"id": response.id or f"chatcmpl-gw-{prep.session.pk}", "object": "chat.completion",
             "created": int(getattr(response, "created", 0) or time.time()), "model": prep.body.model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
@@ -194,11 +200,11 @@ def complete(prep: Prepared) -> dict[str, Any]:
             "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
 
-def store_call_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | None, upstream_s: float,
-                 answered: float | None = None) -> None:
-    """The reply and the call's row, in one transaction, where the request left the history."""
+def store_call_reply(prep: Prepared, reply: dict[str, Any], usage: dict[str, int] | None, upstream_s: float) -> None:
+    """The reply and the call's row, in one transaction, where the request left the history
+    (the call's overhead ends when the answer was ready, ``prep.answered``, else now)."""
     store_reply(prep.placement.gateway.pk, _stored(reply, usage), prep.placement.policy,
-                at=prep.placement.at, then=lambda: prep.record(200, usage, upstream_s, answered))
+                at=prep.placement.at, then=lambda: prep.record(200, usage, upstream_s, prep.answered))
 
 
 def store_after_sent(prep: Prepared) -> None:

@@ -3,8 +3,12 @@
 In: ``message`` items (or role-only "easy" messages), ``function_call``,
 ``function_call_output``, and the ``compaction`` items this gateway returned earlier
 (their summary is in clear, so they read back as the summary text). A ``reasoning`` item
-is dropped: it is the model's own, encrypted, and chat messages have no place for it.
-Anything else is refused, naming the item.
+is the model's own (encrypted) and chat messages have no place for it: it is kept, as
+sent, with the assistant turn that follows it (``wire.REASONING`` on that message, which
+the gateway stores but never compares nor sends to a chat-completions upstream; an upstream
+that serves Responses gets it back before that turn). One followed by no assistant turn (a
+user message, a tool output, the input's end) is dropped. Anything else is refused, naming
+the item.
 
 Out: the live context after a compaction, as Responses output items. A compaction's
 summary becomes one ``compaction`` item whose text is readable (``summary``, and
@@ -20,6 +24,7 @@ from typing import Any
 from compaction.messages import text_of
 
 from .errors import bad_request
+from .wire import REASONING
 
 # Marks the compaction items this gateway writes: only those can be read back.
 CREATED_BY = "compaction-studio"
@@ -118,7 +123,9 @@ def to_messages(items: Any, instructions: str | None) -> list[dict[str, Any]]:
 
 def convert(items: list[Any], start: int, out: list[dict[str, Any]], base: int = 0) -> list[dict[str, Any]]:
     """``items[start:]`` appended to ``out`` as chat messages (errors name ``input[i]``, ``i``
-    counted from ``base``: the index of ``items[0]`` in the request's input)."""
+    counted from ``base``: the index of ``items[0]`` in the request's input). ``reasoning``
+    items go with the assistant turn that follows them (``wire.REASONING``)."""
+    reasoning: list[dict[str, Any]] = []  # reasoning items waiting for the turn they belong to
     for i in range(start, len(items)):
         item = items[i]
         where = f"input[{i + base}]"
@@ -129,19 +136,30 @@ def convert(items: list[Any], start: int, out: list[dict[str, Any]], base: int =
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
                 raise bad_request(f"{where}.role: one of user, assistant, system, developer", param=f"{where}.role")
-            out.append({"role": role, "content": _content(item.get("content"), where, role)})
+            message: dict[str, Any] = {"role": role, "content": _content(item.get("content"), where, role)}
+            if reasoning and role == "assistant":
+                message[REASONING] = reasoning
+            reasoning = []
+            out.append(message)
         elif kind == "function_call":
             call = {"id": _string(item, "call_id", where), "type": "function",
                     "function": {"name": _string(item, "name", where), "arguments": item.get("arguments") or ""}}
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)  # parallel calls share one assistant turn
+                if reasoning:
+                    last[REASONING] = [*(last.get(REASONING) or []), *reasoning]
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                last = {"role": "assistant", "content": None, "tool_calls": [call]}
+                if reasoning:
+                    last[REASONING] = reasoning
+                out.append(last)
+            reasoning = []
         elif kind == "function_call_output":
             output = item.get("output")
             text = output if isinstance(output, str) else _content(output, where, "assistant")
             out.append({"role": "tool", "tool_call_id": _string(item, "call_id", where), "content": text})
+            reasoning = []
         elif kind == "compaction":
             # one without the id that says what it stands for: its readable summary is all there is
             summary = item.get("summary")
@@ -149,8 +167,9 @@ def convert(items: list[Any], start: int, out: list[dict[str, Any]], base: int =
                 raise bad_request(f"{where}: this compaction item was not made by this gateway, and its encrypted content "
                                   f"cannot be read here; send the conversation's items instead", param=where)
             out.append({"role": "user", "content": summary})
+            reasoning = []
         elif kind == "reasoning":
-            continue
+            reasoning.append(item)  # as sent: an upstream that serves Responses gets it back verbatim
         else:
             raise bad_request(f"{where}: item type {kind!r} is not served here (message, function_call, "
                               f"function_call_output and this gateway's compaction items are)", param=f"{where}.type")

@@ -10,13 +10,15 @@ on: one small statement whatever the context's length, where reading the whole c
 and serialising it again cost milliseconds per thousand messages on every model call.
 
 Each entry also carries the tool-call pairing state at its end (``wire.pair_state``), so
-the check that nothing broken goes upstream costs only the new messages too."""
+the check that nothing broken goes upstream costs only the new messages too, and the
+Responses reasoning items kept on its messages (``wire.REASONING``: not in the wire form,
+sent only to an upstream that serves Responses)."""
 from __future__ import annotations
 
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -25,7 +27,7 @@ from compaction.messages import Message
 
 from ..models import SessionContext
 from ..text_repair import repaired_json_text
-from .wire import pair_state, wire_form
+from .wire import pair_state, reasoning_of, wire_form
 
 # Lists per process, least recently used dropped first above this many characters in all.
 MAX_CHARS = 64 * 1024 * 1024
@@ -41,7 +43,8 @@ _WHOLE_SQL = ("SELECT -1, c.version, c.updated_at, c.rendered FROM dashboard_ses
 @dataclass(frozen=True)
 class Forwarded:
     """``text``: the JSON array to send; ``count``: its messages; ``broken``: why it would be
-    refused upstream for its tool calls (``wire.broken_pair``), or None."""
+    refused upstream for its tool calls (``wire.broken_pair``), or None; ``reasoning``: the
+    reasoning items kept on its messages, by index in the list."""
 
     stamp: tuple[int, str]
     upto: int            # history position after the last tail row included
@@ -49,6 +52,14 @@ class Forwarded:
     count: int
     broken: str | None
     open_calls: frozenset[str]
+    reasoning: dict[int, list[dict]] = field(default_factory=dict)
+
+
+def _reasoning(base: dict[int, list[dict]], raws: list[dict], first: int) -> dict[int, list[dict]]:
+    """``base`` with the reasoning items of ``raws`` (messages ``first`` on) added (``base``
+    itself when they have none: the usual case, copied nowhere)."""
+    found = {first + k: items for k, raw in enumerate(raws) if (items := reasoning_of(raw))}
+    return {**base, **found} if found else base
 
 
 _CACHE: OrderedDict[int, Forwarded] = OrderedDict()
@@ -57,9 +68,11 @@ _LOCK = threading.Lock()
 
 def _extend(base: Forwarded | None, stamp: tuple[int, str], head: list[str], rows: list[tuple[int, str]]) -> Forwarded:
     """``base`` (or nothing) followed by the head texts' messages and the tail rows'."""
-    fresh = [wire_form(m) for text in head for m in json.loads(repaired_json_text(text))]
-    fresh += [wire_form(json.loads(repaired_json_text(rendered))) for _pos, rendered in rows]
+    raws = [m for text in head for m in json.loads(repaired_json_text(text))]
+    raws += [json.loads(repaired_json_text(rendered)) for _pos, rendered in rows]
+    fresh = [wire_form(m) for m in raws]
     count = base.count if base is not None else 0
+    reasoning = _reasoning(base.reasoning if base is not None else {}, raws, count)
     broken, open_calls = (base.broken, set(base.open_calls)) if base is not None else (None, set())
     if broken is None:
         broken, open_calls = pair_state(fresh, count, open_calls)
@@ -71,7 +84,7 @@ def _extend(base: Forwarded | None, stamp: tuple[int, str], head: list[str], row
     else:
         text = base.text
     upto = rows[-1][0] + 1 if rows else (base.upto if base is not None else 0)
-    return Forwarded(stamp, upto, text, count + len(fresh), broken, frozenset(open_calls))
+    return Forwarded(stamp, upto, text, count + len(fresh), broken, frozenset(open_calls), reasoning)
 
 
 def forwarded(session_id: int) -> Forwarded | None:
@@ -128,7 +141,9 @@ def cut_at(session_id: int, n: int, stored: int) -> Forwarded | None:
         keep -= 1
     if [_position(item) for item in items[keep:]] != list(range(n, stored)):
         return None
-    fresh = [wire_form(m) for m in render_messages([Message.from_dict(item) for item in items[:keep]])]
+    raws = render_messages([Message.from_dict(item) for item in items[:keep]])
+    fresh = [wire_form(m) for m in raws]
     broken, open_calls = pair_state(fresh, 0, set())
     text = "[" + ",".join(json.dumps(m, ensure_ascii=False) for m in fresh) + "]"
-    return Forwarded((ctx.version, str(ctx.updated_at)), n, text, len(fresh), broken, frozenset(open_calls))
+    return Forwarded((ctx.version, str(ctx.updated_at)), n, text, len(fresh), broken, frozenset(open_calls),
+                     _reasoning({}, raws, 0))

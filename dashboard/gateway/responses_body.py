@@ -7,7 +7,8 @@ Every field is read here, forwarded upstream in its chat-completions form, or re
 Responses field            chat completions / the gateway
 =========================  ==========================================================
 ``input``, ``instructions``  the messages (``items``; instructions first, as system)
-``tools`` (function)       ``tools`` (hosted tools such as ``web_search`` are refused)
+``tools`` (function)       ``tools`` (hosted tools such as ``web_search`` are refused,
+                           in pass-through too)
 ``tool_choice``            ``tool_choice`` (a named function becomes its chat form)
 ``parallel_tool_calls``    ``parallel_tool_calls``
 ``max_output_tokens``      ``max_tokens``
@@ -112,13 +113,20 @@ def _tools(value: Any) -> list[dict[str, Any]]:
         return []
     if not isinstance(value, list):
         raise bad_request("tools: give a list of function tools", param="tools")
+    hosted = [(i, tool.get("type") if isinstance(tool, dict) else None) for i, tool in enumerate(value)
+              if not (isinstance(tool, dict) and tool.get("type") == "function")]
+    if hosted:
+        # Refused whichever upstream serves the model, the one passed Responses through
+        # included: a hosted tool's calls and results come back as items (web_search_call...)
+        # that the session, kept as chat messages, could not store, and the client's next
+        # input, sending them back, would be refused.
+        (i, kind), others = hosted[0], ", ".join(f"{k!r} (tools[{j}])" for j, k in hosted[1:])
+        raise bad_request(f"tools[{i}]: the hosted tool {kind!r} is not served by this gateway"
+                          f"{f', nor are {others}' if others else ''}: it keeps each conversation as chat messages, "
+                          f"which have no place for a hosted tool's calls and results, whether the model's upstream "
+                          f"serves Responses or chat completions; function tools are", param=f"tools[{i}].type")
     out = []
     for i, tool in enumerate(value):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind != "function":
-            raise bad_request(f"tools[{i}]: the hosted tool {kind!r} is not served by this gateway (its upstream is "
-                              f"reached through chat completions, which runs no tools); function tools are",
-                              param=f"tools[{i}].type")
         unknown = sorted(set(tool) - {"type", "name", "description", "parameters", "strict"})
         if unknown:
             raise bad_request(f"tools[{i}].{unknown[0]}: not a field of a function tool", param=f"tools[{i}].{unknown[0]}")

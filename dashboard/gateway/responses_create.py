@@ -121,7 +121,36 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
             raise project_gone() from None
         overrides = req.overrides(base)
     prep = _prepare(project, req, converted, session_header, overrides, started)
-    responses_input.remember(project.pk, session_header, req, converted)
+
+    def remember() -> None:
+        responses_input.remember(project.pk, session_header, req, converted)
+
+    if req.stream:
+        remember()  # (a stream's events go out as the upstream's come: nothing waits for this)
+        return _call(project, req, prep)
+    try:
+        out = _call(project, req, prep)
+    except GatewayError:
+        remember()  # the client's retry resends this input
+        raise
+    # Only the identity's next request reads what this input became: it is kept once the
+    # answer is out, before the reply is stored (``prep.after``), off the client's clock as
+    # the chat endpoint's storing of its reply is.
+    store = prep.after
+
+    def after() -> None:
+        try:
+            remember()
+        finally:
+            if store is not None:
+                store()
+
+    prep.after = after
+    return out
+
+
+def _call(project: Project, req: ResponsesRequest, prep: chat.Prepared) -> Answer:
+    """The call upstream, translated or passed through, and the answer made of it."""
     leading = _leading(prep, req)
     response_id = new_response_id()
     created = int(time.time())
@@ -140,9 +169,10 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
         reply = {k: v for k, v in choice["message"].items() if k in ("role", "content", "tool_calls")}
         _keep(prep, response_id, project, reply)
         output = leading + wire.output_items(response_id, reply)
-        return Answer(prep, response=wire.response_object(response_id, req.model, req.echo, created=created,
-                                                          output=output, finish=choice.get("finish_reason"),
-                                                          chat_usage=completion.get("usage")))
+        response = wire.response_object(response_id, req.model, req.echo, created=created, output=output,
+                                        finish=choice.get("finish_reason"), chat_usage=completion.get("usage"))
+        prep.answered = time.perf_counter()  # the response kept and its object made: both are this call's overhead
+        return Answer(prep, response=response)
     chunks = chat.stream(prep)
     # The first chunk is awaited here, so an upstream that fails at once answers with its
     # own status (what the SDK turns into RateLimitError and the like).

@@ -3,9 +3,10 @@ decoding what it resends.
 
 An agent on the Responses API sends its whole input again each turn, with a few new items
 at the end. This process keeps, per identity named by ``X-Session-Id``, what it made of the
-last such input: where the input array's text ended and its digest (a ``body.Hint``), and
+last such input: the input array's text through its last item (a ``body.Hint``), and
 the chat messages those items became, as their JSON text. A next input whose text starts
-with exactly that text (byte for byte, checked by digest) is parsed without decoding those
+with exactly that text (character for character, compared in place: no digest of the
+input is needed anywhere, so none is taken) is parsed without decoding those
 items (``responses_body.parse`` with the hint), and only the items after them are converted
 (``items.convert``, with every check of that path); the chat request is then the kept text
 followed by the new messages, the same text and the same messages the whole conversion
@@ -32,12 +33,17 @@ from .responses_body import ResponsesRequest
 class Seen:
     """What the last input of an identity became."""
 
-    hint: Hint  # the input array's text through its last item
+    hint: Hint  # the input array's text through its last item (``Hint.text``)
     instructions: str | None
     head: str  # JSON text of the converted messages but the last: "[m0, ..., m(k-1)"
     head_count: int
     last: str  # JSON text of the last converted message
     head_hash: Any  # SHA-256 of ``head`` (the identity digests the chat text: not hashed again)
+
+    @property
+    def chars(self) -> int:
+        """Characters of text kept (the input's and the head's)."""
+        return self.hint.length + len(self.head)
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,13 @@ _SEEN: dict[tuple[int, str], Seen] = {}
 # Characters of kept text this process holds at most (then it forgets them all and starts again).
 _SEEN_MAX_CHARS = 64_000_000
 _seen_chars = 0
+
+
+def _forget(key: tuple[int, str]) -> None:
+    global _seen_chars
+    dropped = _SEEN.pop(key, None)
+    if dropped is not None:
+        _seen_chars -= dropped.chars
 
 
 def _key(project_id: int, header: str | None) -> tuple[int, str] | None:
@@ -102,21 +115,26 @@ def whole(messages: list[dict[str, Any]]) -> Converted:
 
 def remember(project_id: int, header: str | None, req: ResponsesRequest, converted: Converted) -> None:
     """Keep what the request's input became, once the request was placed under the identity
-    ``header`` names (a request placed otherwise, or one not standing alone, keeps nothing)."""
+    ``header`` names (a request placed otherwise, or one not standing alone, keeps nothing).
+    Only the identity's next request reads it: ``responses_create`` calls this once a plain
+    answer is out (or an error, which the client's retry follows)."""
     global _seen_chars
     key, raw = _key(project_id, header), req.raw
-    if key is None or raw is None or not stands_alone(req):
-        _SEEN.pop(key, None) if key is not None else None
+    if key is None:
+        return
+    _forget(key)
+    if raw is None or not stands_alone(req):
         return
     text, last = converted.text, converted.last
     head_end = len(text) - 1 - len(last) - 2
     count = converted.skipped.count + len(converted.messages) if converted.skipped else len(converted.messages)
-    digest = raw.digest(raw.length)
-    if count < 2 or digest is None or text[head_end:] != f", {last}]":
-        _SEEN.pop(key, None)
+    if count < 2 or raw.length < 2 or text[head_end:] != f", {last}]":
         return
+    tail = req.input[-1] if isinstance(req.input, list) and req.input else None
+    if isinstance(tail, dict) and tail.get("type") == "reasoning":
+        return  # it waits for the assistant turn of the next input, which only the whole conversion joins it to
     items = (req.skipped.count if req.skipped is not None else 0) + len(req.input)
-    if _seen_chars + head_end > _SEEN_MAX_CHARS:
+    if _seen_chars + head_end + raw.length > _SEEN_MAX_CHARS:
         _SEEN.clear()
         _seen_chars = 0
     # the head's hash from the one this text started with, when it did: only what follows
@@ -127,8 +145,10 @@ def remember(project_id: int, header: str | None, req: ResponsesRequest, convert
         head_hash.update(text[seed[0]:head_end].encode("ascii"))
     else:
         head_hash = hashlib.sha256(text[:head_end].encode("ascii"))
-    _SEEN[key] = Seen(Hint(items, raw.length, digest), req.instructions, text[:head_end], count - 1, last, head_hash)
-    _seen_chars += head_end
+    seen_input = raw.text[raw.start:raw.start + raw.length]
+    _SEEN[key] = Seen(Hint(items, raw.length, "", text=seen_input), req.instructions, text[:head_end], count - 1,
+                      last, head_hash)
+    _seen_chars += head_end + raw.length
 
 
 def chat_raw(converted: Converted) -> RawMessages:

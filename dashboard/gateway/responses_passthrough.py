@@ -17,8 +17,9 @@ context still starts with them; the answer gets the gateway's response id (the o
 request may name), the client's ``previous_response_id``, and the gateway's compaction item
 first in its output when one was asked for and ran (output indexes and sequence numbers of
 the events shift to make room). The reply is stored in the session in its chat form (its
-text and function calls; reasoning items are not: the stored history has no place for them,
-as on the translated path). Upstream failures are mapped as on the translated path
+text and function calls), with the reasoning items it came with kept on that message
+(``wire.REASONING``), as reasoning input items are kept on the turn they precede; the
+upstream is sent them again before that turn, as the client sent them or it made them. Upstream failures are mapped as on the translated path
 (``errors.upstream_failure``, with the operator's secrets redacted)."""
 from __future__ import annotations
 
@@ -37,9 +38,23 @@ from ..services.call_bodies import SentBody
 from . import chat, relay
 from .errors import GatewayError, upstream_failure
 from .responses_body import ResponsesRequest
+from .wire import REASONING
 
 # The request's fields that are the gateway's own business, never forwarded.
 _OURS = frozenset({"model", "instructions", "previous_response_id", "context_management"})
+
+
+def _items(messages: list[dict[str, Any]], reasoning: dict[int, list[dict[str, Any]]], first: int) -> list[Any]:
+    """Input items for the live context's ``messages`` (the first of them at index ``first``
+    of the context), each assistant turn after the reasoning items kept with it, as the
+    client sent them or the upstream made them."""
+    if not reasoning:
+        return messages_to_items(messages)
+    out: list[Any] = []
+    for k, message in enumerate(messages):
+        out += reasoning.get(first + k, ())
+        out += messages_to_items([message])
+    return out
 
 
 def body(prep: chat.Prepared, req: ResponsesRequest) -> SentBody:
@@ -49,11 +64,12 @@ def body(prep: chat.Prepared, req: ResponsesRequest) -> SentBody:
     fields: dict[str, Any] = {k: v for k, v in req.fields.items() if k not in _OURS}
     fields["model"] = prep.up.model.removeprefix("openai/")
     first = messages[0] if messages else {}
+    skipped = 0
     if req.instructions and first.get("role") == "system" and first.get("content") == req.instructions:
         # still the context's first message: sent as the instructions they came as
         fields["instructions"] = req.instructions
-        messages = messages[1:]
-    items_text = json.dumps(messages_to_items(messages), ensure_ascii=False)
+        messages, skipped = messages[1:], 1
+    items_text = json.dumps(_items(messages, prep.reasoning, skipped), ensure_ascii=False)
     before = json.dumps(fields, ensure_ascii=False)[:-1] + ', "input": '
     to = f"{prep.up.via}: POST {(prep.up.api_base or '').rstrip('/')}/responses"
     return SentBody(before, items_text, "}", exact=True, to=to, data=(before + items_text + "}").encode("utf-8"))
@@ -61,13 +77,18 @@ def body(prep: chat.Prepared, req: ResponsesRequest) -> SentBody:
 
 def reply_of(output: list[Any]) -> dict[str, Any]:
     """The assistant chat message the session stores for a response's output items: the
-    text of its messages, then its function calls (reasoning items have no chat form)."""
+    text of its messages, then its function calls, with its reasoning items kept beside
+    them as the upstream made them (``wire.REASONING``: they have no chat form, and go back
+    to the upstream before this turn in the next request)."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    reasoning: list[dict[str, Any]] = []
     for item in output:
         if not isinstance(item, dict):
             continue
-        if item.get("type") == "message":
+        if item.get("type") == "reasoning":
+            reasoning.append(item)
+        elif item.get("type") == "message":
             for part in item.get("content") or []:
                 if isinstance(part, dict) and part.get("type") in ("output_text", "refusal"):
                     texts.append(str(part.get("text") if part.get("type") == "output_text" else part.get("refusal")))
@@ -78,6 +99,8 @@ def reply_of(output: list[Any]) -> dict[str, Any]:
     reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or (None if calls else "")}
     if calls:
         reply["tool_calls"] = calls
+    if reasoning:
+        reply[REASONING] = reasoning
     return reply
 
 
@@ -126,9 +149,9 @@ def complete(prep: chat.Prepared, req: ResponsesRequest, response_id: str, leadi
     answer = _ours(response, response_id, req, leading)
     reply, usage = reply_of(response.get("output") or []), chat_usage(response.get("usage"))
     keep(reply)
-    answered = time.perf_counter()
+    prep.answered = time.perf_counter()
     prep.reply = answer
-    prep.after = lambda: chat.store_call_reply(prep, reply, usage, upstream_s, answered)
+    prep.after = lambda: chat.store_call_reply(prep, reply, usage, upstream_s)
     return answer
 
 

@@ -12,6 +12,20 @@ from typing import Any
 from compaction import jsontext
 from compaction.messages import canonical_json
 
+# The Responses ``reasoning`` items an assistant turn came with, as the client sent them (or
+# the upstream made them), kept on the turn's stored message (``items``): never part of its
+# wire form, so never compared nor sent to a chat-completions upstream; an upstream that
+# serves Responses is sent them again before the turn (``responses_passthrough``).
+REASONING = "responses_reasoning"
+
+
+def reasoning_of(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reasoning items kept on an assistant message (none for any other)."""
+    found = raw.get(REASONING) if raw.get("role") == "assistant" else None
+    if not isinstance(found, list):
+        return []
+    return [item for item in found if isinstance(item, dict) and item.get("type") == "reasoning"]
+
 
 def wire_form(raw: dict[str, Any]) -> dict[str, Any]:
     """The message as sent to an OpenAI-compatible server: only OpenAI's message fields

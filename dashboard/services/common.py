@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import DatabaseError, connection, models
+from django.db.models.fields import AutoFieldMixin
 
 # One MessageCounter per tokenizer per process (the engine keeps them), so its
 # content-hash cache is shared by every request, run and simulation in the process.
@@ -83,7 +84,8 @@ _STATEMENTS: dict[tuple, tuple[str, list[models.Field]]] = {}
 def _insert_statement(model: type[models.Model]) -> tuple[str, list[models.Field]]:
     key = ("insert", model, connection.vendor)
     if key not in _STATEMENTS:
-        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        # an automatic id is the database's to give; a key the row is given (a response's id) is written
+        fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, AutoFieldMixin))]
         q = connection.ops.quote_name
         _STATEMENTS[key] = (f"INSERT INTO {q(model._meta.db_table)} ({', '.join(q(f.column) for f in fields)}) "
                             f"VALUES ({', '.join(['%s'] * len(fields))})", fields)
@@ -172,8 +174,9 @@ def _write(sql: str, params: list[Any], what: str | None = None) -> None:
 
 
 def insert_row(row: models.Model) -> None:
-    """Insert one new row whose id nobody reads back: the values ``save()`` would write
-    (each prepared by its field, ``auto_now_add`` included), in one plain statement."""
+    """Insert one new row whose id nobody reads back (an automatic one; a key the row is
+    given is written): the values ``save()`` would write (each prepared by its field,
+    ``auto_now_add`` included), in one plain statement."""
     sql, fields = _insert_statement(type(row))
     _write(sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
 

@@ -184,3 +184,78 @@ def test_only_the_operator_declares_pass_through(passthrough, project, llm_serve
     with pytest.raises(openai.InternalServerError) as failed:
         oai.responses.create(model="anthropic/claude-sonnet-4-5", input="three")
     assert "GATEWAY_RESPONSES_PASSTHROUGH" in failed.value.message
+
+
+def test_hosted_tools_are_refused_naming_them_as_on_the_translated_path(passthrough, project, llm_server, settings):
+    """A hosted tool's calls come back as items the session (chat messages) cannot keep, and
+    the client's next input would send them back: refused before anything is sent or stored,
+    with the same answer whichever way the upstream is reached."""
+    oai = sdk(passthrough, project.test_key)
+    tools = [*TOOLS, {"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}]
+    with pytest.raises(openai.BadRequestError) as passed:
+        oai.responses.create(model="gpt-4o", input="Look it up.", tools=tools)
+    error = passed.value.body
+    assert error["param"] == "tools[1].type"
+    assert "'web_search'" in error["message"] and "'file_search' (tools[2])" in error["message"]
+    assert "serves Responses or chat completions" in error["message"]
+    assert llm_server.requests == [] and not GatewaySession.objects.exists()
+
+    settings.GATEWAY_RESPONSES_PASSTHROUGH = frozenset()
+    with pytest.raises(openai.BadRequestError) as translated:
+        oai.responses.create(model="gpt-4o", input="Look it up.", tools=tools)
+    assert translated.value.body == error
+
+
+REASONED = {"type": "reasoning", "id": "rs_up_1", "summary": [], "encrypted_content": "gAAAA-made-upstream"}
+CLIENTS = {"type": "reasoning", "id": "rs_client_1", "summary": [{"type": "summary_text", "text": "Read it first."}],
+           "encrypted_content": "gAAAA-from-the-client"}
+
+
+def _kinds(request) -> list[str]:
+    return [i.get("type", "message") for i in request.json["input"]]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_reasoning_items_go_back_upstream_before_their_turn(passthrough, project, llm_server, stream):
+    """The client's reasoning items reach the upstream as sent, before the function call they
+    led to, every turn the input carries them; those the upstream made come back before
+    their turn when the client continues by previous_response_id (from what the gateway
+    kept), and never reach a chat-completions upstream."""
+    oai = sdk(passthrough, project.test_key)
+    call = tool_call("read_file", {"path": "src/app.py"}, "call_1")
+    llm_server.script(ok("It defines main()."), ok("Nothing else."))
+    items = [{"role": "user", "content": "What does src/app.py define?"}, CLIENTS,
+             {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": call["function"]["arguments"]},
+             {"type": "function_call_output", "call_id": "call_1", "output": "def main(): ..."}]
+    first, _, _ = _create(oai, stream, model="gpt-4o", tools=TOOLS, input=items, extra_headers={"X-Session-Id": "r"})
+    assert _kinds(llm_server.requests[0]) == ["message", "reasoning", "function_call", "function_call_output"]
+    assert llm_server.requests[0].json["input"][1] == CLIENTS
+    items = [*items, *_items_of(first), {"role": "user", "content": "Anything else?"}]
+    _create(oai, stream, model="gpt-4o", tools=TOOLS, input=items, extra_headers={"X-Session-Id": "r"})
+    resent = llm_server.requests[1].json["input"]
+    assert [i.get("type", "message") for i in resent] == [
+        "message", "reasoning", "function_call", "function_call_output", "message", "message"]
+    assert resent[1] == CLIENTS and GatewaySession.objects.count() == 1
+
+    # made by the upstream, continued by id: the gateway's own copy goes back
+    llm_server.script(ok("", tool_calls=[tool_call("read_file", {"path": "b.py"}, "call_2")], reasoning=[REASONED]),
+                      ok("b.py is empty."))
+    made, _, _ = _create(oai, stream, model="gpt-4o", tools=TOOLS, input="And b.py?")
+    assert [o.type for o in made.output] == ["reasoning", "function_call"]
+    _create(oai, stream, model="gpt-4o", tools=TOOLS, previous_response_id=made.id,
+            input=[{"type": "function_call_output", "call_id": "call_2", "output": ""}])
+    assert _kinds(llm_server.requests[-1]) == ["message", "reasoning", "function_call", "function_call_output"]
+    assert llm_server.requests[-1].json["input"][1] == REASONED
+
+
+def test_reasoning_items_are_kept_but_never_sent_to_a_chat_completions_upstream(gateway, project, llm_server):
+    oai = sdk(gateway, project.test_key)
+    llm_server.script(ok("It defines main()."))
+    oai.responses.create(model="gpt-4o", tools=TOOLS, extra_headers={"X-Session-Id": "t"}, input=[
+        {"role": "user", "content": "What does src/app.py define?"}, CLIENTS,
+        {"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "def main(): ..."}])
+    sent = llm_server.requests[0]
+    assert sent.path == "/v1/chat/completions" and "gAAAA" not in sent.body.decode()
+    stored = list(StoredMessage.objects.order_by("position").values_list("raw", flat=True))
+    assert stored[1]["tool_calls"][0]["id"] == "call_1" and stored[1]["responses_reasoning"] == [CLIENTS]

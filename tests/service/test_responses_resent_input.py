@@ -67,7 +67,9 @@ def _conversation(oai, llm_server, name: str, fast: bool, turns: int, edit_at: i
         llm_server.script(_reply(turn))
         out = oai.responses.create(model="gpt-4o", instructions=INSTRUCTIONS, tools=TOOLS, input=sent,
                                    **_identity(name, fast))
-        items = sent + [o.model_dump(exclude_none=True) for o in out.output]
+        # as a reasoning model's answer comes: its reasoning item first (kept with the turn)
+        reasoning = {"type": "reasoning", "id": f"rs_{turn}", "summary": [], "encrypted_content": f"enc-{turn}"}
+        items = sent + [reasoning] + [o.model_dump(exclude_none=True) for o in out.output]
         calls = [o for o in out.output if o.type == "function_call"]
         for call in calls:
             items.append({"type": "function_call_output", "call_id": call.call_id, "output": f"contents of {call.arguments}"})
@@ -100,6 +102,9 @@ def test_thirty_function_calling_turns_store_what_the_whole_conversion_stores(ga
     assert [s[:2] for s in stored_short] == [s[:2] for s in stored_whole], [s[:2] for s in stored_short]
     assert sum(len(s[2]) for s in stored_short) > 90
     assert stored_short == stored_whole
+    # the fork started a session from the client's whole input: each assistant turn stored
+    # from it keeps its reasoning item (those stored from the upstream's replies came without)
+    assert sum(1 for raw in stored_short[1][2] if raw.get("responses_reasoning")) >= 10
     assert sent_short == sent_whole
     # turn 13's function call joined the answer the input before it ended with, on both
     # paths: the stored reply changed there, so both forked at the same message, same reason
@@ -127,3 +132,25 @@ def test_a_prefix_one_byte_off_falls_back_to_the_whole_input(gateway, project, l
                              extra_headers={"X-Session-Id": "off"})
     assert bad.value.body["param"] == f"input[{len(items)}].type"
     assert "web_search_call" in bad.value.message
+
+
+def test_a_long_run_keeps_one_input_per_identity_and_forgets_no_other(gateway, project, llm_server, paths,
+                                                                      monkeypatch):
+    """What this process keeps of an identity's last input is counted once, however many
+    turns came before it: another agent's long run under a cap of a few inputs' size does
+    not make it forget a conversation that is still going on."""
+    monkeypatch.setattr(responses_input, "_SEEN", {})
+    monkeypatch.setattr(responses_input, "_seen_chars", 0)
+    monkeypatch.setattr(responses_input, "_SEEN_MAX_CHARS", 26_000)
+    oai = sdk(gateway, project.test_key)
+    other = _conversation(oai, llm_server, "other", fast=True, turns=3)
+    _conversation(oai, llm_server, "long", fast=True, turns=16)
+    paths.clear()
+    llm_server.script(ok("Still here."))
+    oai.responses.create(model="gpt-4o", instructions=INSTRUCTIONS, tools=TOOLS, input=other,
+                         extra_headers={"X-Session-Id": "other"})
+
+    assert len(paths) == 1 and paths[0] is not None, "the other conversation's next input took the short path"
+    kept = responses_input._SEEN[(project.pk, "id:long")]
+    size = kept.hint.length + len(kept.head)
+    assert 2 * size < 26_000 < sum(range(1, 17)) * size // 16  # the long run's inputs together are over the cap

@@ -25,8 +25,9 @@ chunks as OpenAI streams them (role, content pieces, tool-call pieces, finish re
 usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``).
 
 ``POST /v1/responses`` (and ``/responses``) is served too, as an upstream that speaks
-OpenAI's Responses API: the same behaviours answer with a ``response`` object (a message
-item for the text, a ``function_call`` item per tool call, usage in input/output tokens), or
+OpenAI's Responses API: the same behaviours answer with a ``response`` object (the
+behaviour's ``reasoning`` items first, a message item for the text, a ``function_call``
+item per tool call, usage in input/output tokens), or
 with its server-sent events when ``"stream": true`` (``response.created``,
 ``response.in_progress``, each item's ``added``, deltas, ``done`` events, then
 ``response.completed``). :func:`stream_error` answers an event stream that fails after its
@@ -64,12 +65,15 @@ class Behaviour:
     delay: float = 0.0
     body: bytes | None = None
     tool_calls: tuple = ()
+    reasoning: tuple = ()
 
 
-def ok(text: str, usage: dict | None = None, tool_calls: list[dict] | None = None) -> Behaviour:
+def ok(text: str, usage: dict | None = None, tool_calls: list[dict] | None = None,
+       reasoning: list[dict] | None = None) -> Behaviour:
     """A normal completion whose message content is ``text`` (and ``tool_calls``, made with
-    :func:`tool_call`)."""
-    return Behaviour("ok", text=text, usage=usage, tool_calls=tuple(tool_calls or ()))
+    :func:`tool_call`). ``reasoning``: Responses ``reasoning`` items the answer starts with
+    on ``/v1/responses`` (chat completions have no place for them and leave them out)."""
+    return Behaviour("ok", text=text, usage=usage, tool_calls=tuple(tool_calls or ()), reasoning=tuple(reasoning or ()))
 
 
 def tool_call(name: str, arguments: dict | str, call_id: str) -> dict:
@@ -311,7 +315,7 @@ class _Responses:
         self.id = f"resp_scripted_{number}"
 
     def _items(self) -> list[dict]:
-        items = []
+        items = [dict(r) for r in self.b.reasoning]
         if self.b.text or not self.b.tool_calls:
             items.append({"type": "message", "id": f"msg_scripted_{self.number}", "role": "assistant",
                           "status": "completed",
@@ -358,6 +362,8 @@ class _Responses:
                             "content_index": 0, "text": text})
                 out.append({"type": "response.content_part.done", "item_id": item["id"], "output_index": index,
                             "content_index": 0, "part": dict(part, text=text)})
+            elif item["type"] == "reasoning":
+                out.append({"type": "response.output_item.added", "output_index": index, "item": item})
             else:
                 args = item["arguments"]
                 out.append({"type": "response.output_item.added", "output_index": index,
