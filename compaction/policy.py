@@ -77,7 +77,7 @@ class SummarizerPolicy(_Strict):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     prompt: str | None = Field(None, description="Custom user prompt; must contain {conversation_text}; may use {previous_summary} and {max_summary_words}.")
     system_prompt: str | None = Field(None, description="Optional separate system message for the summarizer; must not contain {conversation_text}.")
-    max_summary_words: int = Field(600, ge=0, description="Word budget given to the summarizer (0 = no limit stated). Never more than about 10% of the agent's usable window, so a summary cannot refill a small window.")
+    max_summary_words: int = Field(600, ge=0, description="Word budget given to the summarizer (0 = no limit stated). Never more than about 15% of the agent's usable window, so a summary cannot refill a small window.")
     context_window: int | None = Field(None, gt=0, description="Window of the summarizer model; default from litellm's table or the policy's fallback.")
     input_share: float = Field(0.6, gt=0, le=1, description="The summarizer input may use at most this share of the summarizer's window; largest tool outputs are clipped first.")
     input_strategy: Literal["clip_largest", "keep_last"] = Field("clip_largest", description="How to fit the input: clip the largest tool outputs first, or keep only the most recent tokens (LangChain).")

@@ -41,6 +41,10 @@ trigger threshold and skips compactions that would free less than 10% of the usa
 (the trigger re-arms after that many new tokens). The seed presets keep the seeds' own
 kept-tail bounds and fire whenever their trigger says (``landing.move_cut`` off,
 ``landing.min_freed`` 0); their reduction keeps the seed's own minimum (``clear_at_least``).
+``trpc`` alone has a minimum of 10% of the usable window: its trigger counts the tokens since
+the last summary, and when the current turn holds nearly all of them a summary would free a
+few tokens on every call; it waits instead, and near the window its synchronous summary keeps
+only the latest round of that turn.
 """
 from __future__ import annotations
 
@@ -109,7 +113,10 @@ def _deepagents() -> JSONObject:
 def _trpc() -> JSONObject:
     return {
         "name": "trpc",
-        "landing": SEED_LANDING,
+        # Its trigger counts tokens since the last summary, so a turn that holds nearly all of
+        # them leaves a summary little to free: below a tenth of the usable window it waits
+        # (a prompt-cache break for little room) until the call nears the window.
+        "landing": {**SEED_LANDING, "min_freed": 0.1},
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},
