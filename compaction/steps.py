@@ -179,6 +179,10 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
     run.step("cut")
     policy = run.policy
     keep_from = latest_round_start(reduced.messages) if policy.cut.keep_latest_round else None
+    too_large = None
+    if keep_from is not None and run.over_window and not latest_round_fits(run, reduced, keep_from):
+        too_large = sum(t.total for t in reduced.tokens[keep_from:])
+        keep_from = None
     plan = plan_cut(reduced.messages, reduced.tokens, policy.cut, run.window, policy.pin_first_user_message,
                     keep_from)
     total = sum(t.total for t in reduced.tokens) + run.tools_tokens
@@ -186,6 +190,10 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
         plan = relaxed_cut(run, reduced, total, keep_from) or plan
     if isinstance(plan, NoCut):
         return plan
+    if too_large is not None:
+        plan.notes.append(f"the latest round ({too_large:,} tokens) does not fit the usable window of "
+                          f"{run.usable_window:,} tokens beside a summary, so the overflow guard summarizes "
+                          f"it too (cut.keep_latest_round yields only then)")
     target = run.landing_target
     landing = landing_estimate(run, reduced, plan, total)
     if landing > target and (policy.landing.move_cut or run.over_window):
@@ -269,15 +277,17 @@ def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int, keep_from: 
     return relaxed
 
 
-def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int) -> int:
+def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int,
+                     body: int | None = None) -> int:
     """The context's expected size after summarizing ``plan.evicted``: what stays, plus the
-    summary at its word budget (:func:`tokens_per_word`) in its frame (see :func:`summary_frame`)
-    and the re-inserted user messages at their budget, neither more than the span they come from."""
+    summary in its frame (see :func:`summary_frame`; ``body`` tokens of text, by default
+    :func:`summary_estimate`) and the re-inserted user messages at their budget, neither more
+    than the span they come from."""
     policy = run.policy
     evicted = sum(reduced.tokens[i].total for i in plan.evicted)
-    settings = summarizer_settings(policy, run.window, reduced.messages)
-    summary = int(settings.max_summary_words * tokens_per_word(settings))
-    summary += summary_frame(run, [reduced.messages[i] for i in plan.evicted])
+    if body is None:
+        body = summary_estimate(run, reduced, evicted)
+    summary = body + summary_frame(run, [reduced.messages[i] for i in plan.evicted])
     preserved = 0
     fin = policy.finalize
     if fin.preserve_user_messages and fin.preserve_user_max_messages:
@@ -285,6 +295,43 @@ def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, tot
         budget = preserve_budget(policy, run.window)
         preserved = min(sum(users[-fin.preserve_user_max_messages:]), budget)
     return total - evicted + min(evicted, summary + preserved)
+
+
+def summary_estimate(run: RunContext, reduced: ReductionStep, evicted_tokens: int) -> int:
+    """Tokens of a summary's text: its word budget at :func:`tokens_per_word`; an offline
+    summary also takes at most half the words it reads (``extractive.budget.word_budget``),
+    so of a short span about half its tokens."""
+    settings = summarizer_settings(run.policy, run.window, reduced.messages)
+    body = int(settings.max_summary_words * tokens_per_word(settings))
+    if is_extractive(settings.model or EXTRACTIVE_MODEL):
+        body = min(body, evicted_tokens // 2)
+    return body
+
+
+def summary_limit(run: RunContext, reduced: ReductionStep, plan: CutPlan, words: int) -> int:
+    """Tokens the offline summary's text may take: its word budget at
+    ``EXTRACTIVE_TOKENS_PER_WORD``; guarding an overflow, no more than the usable window
+    leaves beside what stays (the latest round among it), down to ``MIN_SUMMARY_WORDS``."""
+    ceiling = int(words * EXTRACTIVE_TOKENS_PER_WORD)
+    if not run.over_window:
+        return ceiling
+    total = sum(t.total for t in reduced.tokens) + run.tools_tokens
+    room = run.usable_window - landing_estimate(run, reduced, plan, total, body=0)
+    return max(int(MIN_SUMMARY_WORDS * EXTRACTIVE_TOKENS_PER_WORD), min(ceiling, room))
+
+
+def latest_round_fits(run: RunContext, reduced: ReductionStep, keep_from: int) -> bool:
+    """Whether the latest round can go out verbatim at all: the leading system messages, the
+    tools, the round and a summary of the fewest words fit the usable window. Only then does
+    the overflow guard keep it; a round larger than that is summarized too, the one way to
+    serve the call (its originals are archived, as every evicted message's are)."""
+    messages, tokens = reduced.messages, reduced.tokens
+    head = 0
+    while head < keep_from and messages[head].role in ("system", "developer") and messages[head].is_original:
+        head += 1
+    kept = sum(t.total for t in tokens[:head]) + sum(t.total for t in tokens[keep_from:]) + run.tools_tokens
+    smallest = int(MIN_SUMMARY_WORDS * TOKENS_PER_WORD) + summary_frame(run, list(messages[head:keep_from]))
+    return kept + smallest <= run.usable_window
 
 
 #: The shape of an archive handle, to count a handle the summary will name before it exists
@@ -429,25 +476,25 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
             result.text = extractive_again(result.prompt_messages, final, settings.max_summary_words,
                                            policy.finalize.language)
     if again:
-        hold_to_token_budget(run, plan, result, settings.max_summary_words, used)
+        hold_to_token_budget(run, plan, result, used, summary_limit(run, reduced, plan, settings.max_summary_words))
     text = run.hooks.apply_post_summary(result.text, run.emit)
     return SummaryStep(plan, span, previous, replaced_tokens, result, text)
 
 
-def hold_to_token_budget(run: RunContext, plan: CutPlan, result: SummaryResult, words: int,
-                         kept: tuple[str, ...]) -> None:
-    """Hold an offline summary to its word budget at ``EXTRACTIVE_TOKENS_PER_WORD`` (the rate
-    the landing estimate counts it at): a name such as ``helper_12_3`` or a hex id is one word
-    and several tokens, and a summary made of them outgrew the window's share many times over
-    (a 500-word budget, 3,700 tokens, in a 4,500-token window), so the summary and the latest
-    round no longer fitted. Written again from the same request with fewer words, so the text
-    stays what the extractive summarizer answers for that budget. When the summary and the
-    latest round do not fit the landing target, the context lands above it: holding the summary
-    to what the target leaves (down to the word budget at ``TOKENS_PER_WORD``) took the
-    default's recall at an 8k window from 95.0% to 90.2% on the dev corpus."""
-    limit = int(words * EXTRACTIVE_TOKENS_PER_WORD)
+def hold_to_token_budget(run: RunContext, plan: CutPlan, result: SummaryResult, kept: tuple[str, ...],
+                         limit: int) -> None:
+    """Hold an offline summary to ``limit`` tokens (:func:`summary_limit`: its word budget at
+    ``EXTRACTIVE_TOKENS_PER_WORD``, the rate the landing estimate counts it at, or less when
+    guarding an overflow): a name such as ``helper_12_3`` or a hex id is one word and several
+    tokens, and a summary made of them outgrew the window's share many times over (a 500-word
+    budget, 3,700 tokens, in a 4,500-token window), so the summary and the latest round no
+    longer fitted. Written again from the same request with fewer words, so the text stays
+    what the extractive summarizer answers for that budget. Short of an overflow, a summary
+    and latest round that do not fit the landing target land above it: holding the summary to
+    what the target leaves (down to the word budget at ``TOKENS_PER_WORD``) took the default's
+    recall at an 8k window from 95.0% to 90.2% on the dev corpus."""
     size = first = run.counter.count_text(result.text)
-    budget = words
+    budget = count_words(result.text)
     for _ in range(4):  # each pass scales the words written by the tokens still over; two nearly always do
         if size <= limit or budget <= MIN_SUMMARY_WORDS:
             break
@@ -456,8 +503,8 @@ def hold_to_token_budget(run: RunContext, plan: CutPlan, result: SummaryResult, 
         result.text = extractive_again(result.prompt_messages, kept, budget, run.policy.finalize.language)
         size = run.counter.count_text(result.text)
     if size < first:
-        plan.notes.append(f"the offline summary's words were long in tokens ({first:,} tokens for a budget of "
-                          f"{limit:,}); written again in {budget:,} words ({size:,} tokens)")
+        plan.notes.append(f"the offline summary took {first:,} tokens, over its limit of {limit:,} (long words, or "
+                          f"the room an overflow leaves); written again in {budget:,} words ({size:,} tokens)")
 
 
 def kept_after_summary(run: RunContext, reduced: ReductionStep, plan: CutPlan, span: list[Message],

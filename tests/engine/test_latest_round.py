@@ -98,6 +98,55 @@ def test_the_overflow_guard_keeps_the_latest_round_when_the_summary_and_it_overs
     assert any(n.startswith("the latest round stays verbatim") for n in out.notes), out.notes
 
 
+def _reads_then_a_long_plan(words: int) -> tuple[list[dict], str]:
+    raws = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read every module."}]
+    for i in range(20):
+        raws += read(i)
+    plan = " ".join(f"step{k} checks field_{k} of the order;" for k in range(words // 5))
+    return raws + tool_round("last", "ok", text=plan, args='{"cmd": "cat src/app.py"}'), plan
+
+
+def test_guarding_an_overflow_the_summary_gives_way_to_the_latest_round():
+    """A 3,000-token plan and its call: with a summary at its full budget the call would
+    still not fit the 4,500-token usable window, so the offline summary is written shorter."""
+    policy = default_at(6000)
+    raws, plan = _reads_then_a_long_plan(1800)
+    out = Compactor(policy).compact(raws, tools=TOOLS)
+    assert isinstance(out, Outcome) and out.summarized and out.trigger["kind"] == "overflow_guard"
+    assert out.context[-2]["content"] == plan and out.context[-1]["tool_call_id"] == "last"
+    assert out.tokens_after["total"] <= usable_window(6000, policy.reserved_output_tokens)
+    assert any("written again in" in n for n in out.notes)
+
+
+def test_a_latest_round_larger_than_the_window_is_summarized_too_so_the_call_can_go_out():
+    """The one exception: a round that cannot fit the usable window beside any summary. Sent
+    whole, the call would overflow; the overflow guard summarizes it and archives it."""
+    policy = default_at(6000)
+    raws, plan = _reads_then_a_long_plan(5000)
+    out = Compactor(policy).compact(raws, tools=TOOLS)
+    assert isinstance(out, Outcome) and out.summarized and out.trigger["kind"] == "overflow_guard"
+    assert out.tokens_after["total"] <= usable_window(6000, policy.reserved_output_tokens)
+    assert any("does not fit the usable window" in n and "summarizes it too" in n for n in out.notes), out.notes
+    assert all(m.get("content") != plan for m in out.context)
+
+
+def test_a_short_span_is_not_refused_for_a_summary_estimated_at_its_whole_budget():
+    """A tokens trigger of 2,500 in a 128k window: the word budget (600 words) is far more than
+    a summary of 2,800 tokens takes (the offline summary writes at most half the words it
+    reads), so the estimate holds it to half the span and the compaction runs."""
+    data = get_preset("default").with_overrides({"trigger": {"kind": "tokens", "threshold": 2500},
+                                                 "cut.keep_messages": 4})
+    raws = [{"role": "system", "content": "You are a careful coding agent."}]
+    filler = " ".join(f"word{k}" for k in range(60))
+    for i in range(7):
+        raws += [{"role": "user", "content": f"Step {i}: please inspect src/module_{i}.py. {filler}"}]
+        raws += tool_round(f"c{i}", f"def f_{i}():\n    return {i}\n# {filler}")
+        raws += [{"role": "assistant", "content": f"Module {i} defines f_{i}. {filler}"}]
+    out = Compactor(data).compact(raws)
+    assert isinstance(out, Outcome) and out.summarized, out
+    assert out.tokens_after["total"] < 2500
+
+
 def test_a_cut_whose_tail_bounds_allow_nothing_still_keeps_the_latest_round():
     raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
     for i in range(6):
