@@ -17,6 +17,10 @@ Rules, in order:
    latest one, keeping the whole last turn, so only a run with a single user turn cannot
    be cut.
 5. Pinned messages (and their whole tool group) stay, in order, after the summary.
+6. With ``keep_from`` (the start of the latest round, see :func:`latest_round_start`) the
+   tail starts at or before it whatever the bounds say: a compaction that summarized the
+   request the model is about to answer, or the results it is about to read, would leave it
+   a summary of them instead (the run's ``cut.keep_latest_round``).
 If no boundary evicts at least one original message, there is no cut, and the plan says why.
 """
 from __future__ import annotations
@@ -31,6 +35,9 @@ from .tokens import MessageTokens
 #: its own reason when it is the one that tightened the bounds).
 NO_TAIL_NOTE = ("the kept-tail bounds allow no message (cut.keep_messages, or cut.keep_fraction of the window "
                 "in tokens; the smaller wins)")
+#: Note of a plan whose tail bounds would have cut into the latest round (rule 6).
+LATEST_ROUND_NOTE = ("the kept-tail bounds allow less than the latest round; it stays verbatim "
+                     "(cut.keep_latest_round)")
 
 
 @dataclass
@@ -96,6 +103,17 @@ def unsafe_boundaries(messages: list[Message]) -> list[bool]:
     return out
 
 
+def latest_round_start(messages: list[Message]) -> int | None:
+    """Where the latest round starts: the last user message, or the last assistant message
+    together with every result of its calls (the smallest piece a cut can keep, as in
+    :mod:`compaction.tailoring`). None when the context has no user or assistant message."""
+    unsafe = unsafe_boundaries(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        if not unsafe[i] and messages[i].role in ("user", "assistant"):
+            return i
+    return None
+
+
 def pinned_indices(messages: list[Message], head_end: int, pin_first_user: bool) -> set[int]:
     pinned: set[int] = set()
     first_user_seen = False
@@ -120,7 +138,9 @@ def pinned_indices(messages: list[Message], head_end: int, pin_first_user: bool)
 
 
 def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPolicy, window: int,
-             pin_first_user: bool = False) -> CutPlan | NoCut:
+             pin_first_user: bool = False, keep_from: int | None = None) -> CutPlan | NoCut:
+    """The cut under ``policy``'s rules; with ``keep_from`` the tail starts at that index or
+    before it (rule 6)."""
     n = len(messages)
     head_end = 0
     while head_end < n and messages[head_end].role in ("system", "developer") and messages[head_end].is_original:
@@ -137,6 +157,10 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
             break
         used += t
         target -= 1
+    # 6. the bounds never reach into the latest round
+    latest_kept = False
+    if keep_from is not None and head_end < keep_from < target:
+        target, latest_kept = keep_from, True
 
     unsafe = unsafe_boundaries(messages)
     pinned = pinned_indices(messages, head_end, pin_first_user)
@@ -162,9 +186,9 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
     else:
         orders = {True: backward, False: backward}
 
-    def find(user_only: bool) -> int | None:
+    def find(user_only: bool, bounded: bool = True) -> int | None:
         for i in orders[user_only]:
-            if unsafe[i]:
+            if unsafe[i] or (bounded and keep_from is not None and i > keep_from):
                 continue
             if user_only and not is_user_turn(i):
                 continue
@@ -181,6 +205,9 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
         cut = find(user_only=False)
         boundary = "safe" if cut is not None and cut < n else "end"
     if cut is None:
+        if keep_from is not None and find(policy.user_turn == "require", bounded=False) is not None:
+            return NoCut("nothing before the latest round can be summarized, and the latest round stays verbatim "
+                         "(cut.keep_latest_round)")
         if policy.user_turn == "require":
             return NoCut("no user turn can start the kept tail without splitting a tool call from its results "
                          "(policy cut.user_turn=require)")
@@ -192,7 +219,9 @@ def plan_cut(messages: list[Message], tokens: list[MessageTokens], policy: CutPo
                      "message (cut.user_turn=require)")
     elif cut < target:
         notes.append("kept more than the tail bounds allow so that no tool call is separated from its results")
-    if target == n:
+    if latest_kept:
+        notes.append(LATEST_ROUND_NOTE)
+    elif target == n:
         # Not a missing user turn: the bounds left no tail to start at one (keep_messages 0,
         # or a keep_fraction budget smaller than the latest message, e.g. keep_fraction 0).
         notes.append(NO_TAIL_NOTE + (": nothing after the head stays verbatim" if cut == n else ""))

@@ -49,11 +49,12 @@ class _Strict(BaseModel):
 
 class CutPolicy(_Strict):
     keep_messages: int = Field(6, ge=0, description="At most this many recent messages stay verbatim after a summary.")
-    keep_fraction: float = Field(0.25, ge=0, le=1, description="The kept tail may use at most this share of the window in tokens; the smaller of the two bounds wins, so 0 keeps no tail whatever keep_messages says (1: no token bound).")
+    keep_fraction: float = Field(0.25, ge=0, le=1, description="The kept tail may use at most this share of the window in tokens; the smaller of the two bounds wins, so 0 keeps no tail but the latest round (cut.keep_latest_round) whatever keep_messages says (1: no token bound).")
     search: Literal["forward", "backward"] = Field("forward", description="Where to look for a safe cut from the target: 'forward' keeps fewer messages (bounds are ceilings), 'backward' keeps more (Sagents).")
     user_turn: Literal["prefer", "require", "ignore"] = Field("prefer", description="'prefer': the tail starts at a user turn when one is in reach, else at any safe boundary; 'require': no user-turn boundary means no compaction (DeepAgents); 'ignore': any safe boundary.")
     min_evicted_messages: int = Field(1, ge=1, description="Do nothing unless at least this many messages would be summarized.")
     forced_any_boundary: bool = Field(False, description="A forced run whose user_turn rule finds no user turn to start the kept tail (a single-request run) cuts at the nearest safe boundary instead of doing nothing (tRPC summarizes such runs when forced; DeepAgents does not).")
+    keep_latest_round: bool = Field(True, description="The latest round (the last user message, or the last assistant message with the results of its calls) stays verbatim whatever the tail bounds, the landing target or the overflow guard ask: a summary of the request the model is about to answer, or of the results it is about to read, is no substitute for them. When the summary and that round do not fit the landing target, the context lands above it; guarding an overflow, the offline summary is written shorter to fit the window, and only a round that cannot fit the usable window beside any summary is summarized too. Off: the tail bounds alone decide (Eino summarizes the whole history).")
     any_boundary_near_window: float | None = Field(None, gt=0, le=1, description="When the context, after tool-output reduction, reaches this share of the usable window (or of token tailoring's budget when that is smaller) and the user_turn rule finds no user turn to start the kept tail (a single-request run, or a last turn that holds everything since the previous summary), the summary runs anyway before the model call, keeping the latest round verbatim (tRPC's synchronous summary when a request approaches the window). None: never.")
 
 
@@ -77,7 +78,7 @@ class SummarizerPolicy(_Strict):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     prompt: str | None = Field(None, description="Custom user prompt; must contain {conversation_text}; may use {previous_summary} and {max_summary_words}.")
     system_prompt: str | None = Field(None, description="Optional separate system message for the summarizer; must not contain {conversation_text}.")
-    max_summary_words: int = Field(600, ge=0, description="Word budget given to the summarizer (0 = no limit stated). Never more than about 10% of the agent's usable window, so a summary cannot refill a small window.")
+    max_summary_words: int = Field(600, ge=0, description="Word budget given to the summarizer (0 = no limit stated). Never more than about 15% of the agent's usable window (at 1.35 tokens a word), so a summary cannot refill a small window; the offline extractive summary, whose words are paths and code names, is held to 2.5 tokens a word.")
     context_window: int | None = Field(None, gt=0, description="Window of the summarizer model; default from litellm's table or the policy's fallback.")
     input_share: float = Field(0.6, gt=0, le=1, description="The summarizer input may use at most this share of the summarizer's window; largest tool outputs are clipped first.")
     input_strategy: Literal["clip_largest", "keep_last"] = Field("clip_largest", description="How to fit the input: clip the largest tool outputs first, or keep only the most recent tokens (LangChain).")

@@ -36,11 +36,18 @@ Seed details that are easy to get wrong:
 Guards. Every preset gains the overflow guard: a model call whose context would not fit the
 usable window is compacted whatever the trigger says (reduction, summary, then dropping
 whole oldest rounds), landing at the landing target. None of the seeds defines what happens
-then; they send the call over the window. ``default`` also lands each compaction at half its
+then; they send the call over the window. Every preset but ``eino`` keeps the latest round
+(the last user message, or the last call with its results) verbatim whatever its kept tail,
+the landing target or the guard ask (``cut.keep_latest_round``); Eino's summary replaces the
+whole history, the latest round included. ``default`` also lands each compaction at half its
 trigger threshold and skips compactions that would free less than 10% of the usable window
 (the trigger re-arms after that many new tokens). The seed presets keep the seeds' own
 kept-tail bounds and fire whenever their trigger says (``landing.move_cut`` off,
 ``landing.min_freed`` 0); their reduction keeps the seed's own minimum (``clear_at_least``).
+``trpc`` alone has a minimum of 10% of the usable window: its trigger counts the tokens since
+the last summary, and when the current turn holds nearly all of them a summary would free a
+few tokens on every call; it waits instead, and near the window its synchronous summary keeps
+only the latest round of that turn.
 """
 from __future__ import annotations
 
@@ -79,7 +86,8 @@ def _eino() -> JSONObject:
         "counter": "approx",
         "count_from_usage": True,
         "trigger": {"kind": "tokens", "threshold": 160_000},
-        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore"},
+        # Eino's summary replaces the whole history, the latest round included
+        "cut": {"keep_messages": 0, "keep_fraction": 0.0, "user_turn": "ignore", "keep_latest_round": False},
         "summarizer": {"retry": {"max_retries": 0}},
         # Eino's default finalizer: the recent original user messages take the place of the
         # summary's <all_user_messages> section, within a third of the trigger threshold.
@@ -109,7 +117,10 @@ def _deepagents() -> JSONObject:
 def _trpc() -> JSONObject:
     return {
         "name": "trpc",
-        "landing": SEED_LANDING,
+        # Its trigger counts tokens since the last summary, so a turn that holds nearly all of
+        # them leaves a summary little to free: below a tenth of the usable window it waits
+        # (a prompt-cache break for little room) until the call nears the window.
+        "landing": {**SEED_LANDING, "min_freed": 0.1},
         "description": "tRPC session summary: context-ratio trigger on tokens since the last summary, summary in the system message, compaction passes.",
         "counter": "approx",
         "trigger": {"kind": "window_fraction_since_summary", "fraction": 0.5},

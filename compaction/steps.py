@@ -22,7 +22,7 @@ from typing import Any
 from . import tailoring
 from .archive import ArchiveEntry, item_for
 from .context import check_tool_pairs, render_messages
-from .cut import NO_TAIL_NOTE, CutPlan, NoCut, plan_cut
+from .cut import LATEST_ROUND_NOTE, NO_TAIL_NOTE, CutPlan, NoCut, latest_round_start, plan_cut
 from .errors import CompactionError, SessionValidationError, SummaryError
 from .finalize import (
     FinalizeInput,
@@ -30,8 +30,10 @@ from .finalize import (
     preserve_budget,
     preserved_user_messages,
     run_finalizer,
+    summary_text,
 )
 from .ledger import Fate
+from .locales import texts
 from .messages import Message, Provenance, text_of
 from .policy import Policy, SummarizerPolicy
 from .reduction.config import (
@@ -45,7 +47,9 @@ from .reduction.pipeline import before_call
 from .reduction.result import ReductionLedgerRow
 from .retention import retention
 from .run_context import Event, RunContext, since_last_summary
-from .summarizer import SummaryResult, extractive_again, summarize, task_kept
+from .summarizer import EXTRACTIVE_MODEL, SummaryResult, extractive_again, summarize, task_kept
+from .summarizer.extractive import count_words
+from .summarizer.llm import is_extractive
 from .tailoring import TailorResult
 from .tokens import USAGE_HORIZON, MessageTokens, usage_total
 from .triggers import ConditionResult, evaluate, usable_window
@@ -170,27 +174,39 @@ class TooLittleFreed:
 def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | TooLittleFreed:
     """The cut, moved back past the tail bounds when the context would not land at the target
     (policy ``landing``; always when guarding an overflow), and refused when the summary would
-    free less than the minimum."""
+    free less than the minimum. Whatever moves it, the latest round stays (``cut.keep_latest_round``):
+    when the summary and that round do not fit the target, the context lands above it."""
     run.step("cut")
     policy = run.policy
-    plan = plan_cut(reduced.messages, reduced.tokens, policy.cut, run.window, policy.pin_first_user_message)
+    keep_from = latest_round_start(reduced.messages) if policy.cut.keep_latest_round else None
+    too_large = None
+    if keep_from is not None and run.over_window and not latest_round_fits(run, reduced, keep_from):
+        too_large = sum(t.total for t in reduced.tokens[keep_from:])
+        keep_from = None
+    plan = plan_cut(reduced.messages, reduced.tokens, policy.cut, run.window, policy.pin_first_user_message,
+                    keep_from)
     total = sum(t.total for t in reduced.tokens) + run.tools_tokens
     if isinstance(plan, NoCut) and policy.cut.user_turn == "require":
-        plan = relaxed_cut(run, reduced, total) or plan
+        plan = relaxed_cut(run, reduced, total, keep_from) or plan
     if isinstance(plan, NoCut):
         return plan
+    if too_large is not None:
+        plan.notes.append(f"the latest round ({too_large:,} tokens) does not fit the usable window of "
+                          f"{run.usable_window:,} tokens beside a summary, so the overflow guard summarizes "
+                          f"it too (cut.keep_latest_round yields only then)")
     target = run.landing_target
     landing = landing_estimate(run, reduced, plan, total)
     if landing > target and (policy.landing.move_cut or run.over_window):
         moved = False
-        # A few rounds: each evicts more, which makes the summary estimate larger too.
+        # A few rounds: each evicts more, which makes the summary estimate larger too. The cut
+        # stops at the latest round (plan_cut's keep_from) however far the target asks.
         for _ in range(4):
             tail = sum(t.total for t in reduced.tokens[plan.tail_start:])
             room = max(0, target - (landing - tail))
             tighter_policy = policy.cut.model_copy(update={"keep_fraction": min(policy.cut.keep_fraction,
                                                                                  room / run.window)})
             tighter = plan_cut(reduced.messages, reduced.tokens, tighter_policy, run.window,
-                               policy.pin_first_user_message)
+                               policy.pin_first_user_message, keep_from)
             if not isinstance(tighter, CutPlan) or len(tighter.evicted) <= len(plan.evicted):
                 break
             plan, moved = tighter, True
@@ -199,10 +215,21 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
                 break
         if moved:
             # the empty tail is the landing target's doing, not the policy's tail bounds
-            plan.notes[:] = [n for n in plan.notes if not n.startswith(NO_TAIL_NOTE)]
+            plan.notes[:] = [n for n in plan.notes if not n.startswith((NO_TAIL_NOTE, LATEST_ROUND_NOTE))]
             plan.notes.append(f"moved the cut back past the tail bounds so the context lands near the target of "
                               f"{target:,} tokens (about {landing:,} expected)")
+        if landing > target and plan.tail_start == keep_from:
+            plan.notes.append(f"the latest round stays verbatim (cut.keep_latest_round), so the context lands "
+                              f"above the target of {target:,} tokens (about {landing:,} expected)")
     freed = total - landing
+    if freed < run.min_freed and policy.cut.user_turn == "require" and plan.boundary == "user_turn":
+        # The user turn that starts the tail holds nearly everything since the last summary:
+        # near the window the latest round is the tail instead (as for a single-request run)
+        relaxed = relaxed_cut(run, reduced, total, keep_from, past_user_turn=True)
+        if relaxed is not None and total - landing_estimate(run, reduced, relaxed, total) > freed:
+            plan = relaxed
+            landing = landing_estimate(run, reduced, plan, total)
+            freed = total - landing
     if freed < run.min_freed:
         return TooLittleFreed(f"a summary now would free about {max(freed, 0):,} tokens, less than the minimum of "
                               f"{run.min_freed:,} (landing.min_freed); waiting for that many new tokens",
@@ -210,10 +237,13 @@ def plan_eviction(run: RunContext, reduced: ReductionStep) -> CutPlan | NoCut | 
     return plan
 
 
-def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int) -> CutPlan | None:
+def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int, keep_from: int | None = None, *,
+                past_user_turn: bool = False) -> CutPlan | None:
     """A cut at the nearest safe boundary when no user turn can start the kept tail: for a
     forced run (``cut.forced_any_boundary``), or before a model call whose context nears the
-    window (``cut.any_boundary_near_window``; the latest round then stays verbatim)."""
+    window (``cut.any_boundary_near_window``; the latest round then stays verbatim). With
+    ``past_user_turn`` the user turn that could start the tail is passed over too (it holds
+    nearly the whole context) and the tail is the latest round, however large."""
     policy = run.policy
     cut = policy.cut
     forced = run.force and cut.forced_any_boundary
@@ -221,33 +251,43 @@ def relaxed_cut(run: RunContext, reduced: ReductionStep, total: int) -> CutPlan 
     near_window = not run.force and line is not None and (run.over_window or total >= line)
     if not (forced or near_window):
         return None
-    update: dict[str, Any] = {"user_turn": "prefer"}
+    update: dict[str, Any] = {"user_turn": "ignore" if past_user_turn else "prefer"}
     if near_window:
         last = max((i for i, m in enumerate(reduced.messages) if m.role == "assistant"), default=None)
         if last is not None:
             update["keep_messages"] = max(cut.keep_messages, len(reduced.messages) - last)
             update["keep_fraction"] = max(cut.keep_fraction, 0.25)
+            if past_user_turn:
+                round_tokens = sum(t.total for t in reduced.tokens[last:])
+                update["keep_fraction"] = min(1.0, max(update["keep_fraction"], (round_tokens + 1) / run.window))
+    elif past_user_turn:
+        return None
     relaxed = plan_cut(reduced.messages, reduced.tokens, cut.model_copy(update=update), run.window,
-                       policy.pin_first_user_message)
+                       policy.pin_first_user_message, keep_from)
     if not isinstance(relaxed, CutPlan):
         return None
     if forced:
         relaxed.notes.append("forced: no user turn can start the kept tail, so the cut falls at the "
                              "nearest safe boundary (cut.forced_any_boundary)")
     else:
+        why = ("the turn a user message would start holds nearly all of it" if past_user_turn
+               else "no user turn can start the kept tail")
         relaxed.notes.append(f"the context ({total:,} tokens) is past {line:,} tokens, near the window, and "
-                             f"no user turn can start the kept tail, so the summary runs now, keeping the latest "
-                             f"round (cut.any_boundary_near_window)")
+                             f"{why}, so the summary runs now, keeping the latest round (cut.any_boundary_near_window)")
     return relaxed
 
 
-def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int) -> int:
+def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, total: int,
+                     body: int | None = None) -> int:
     """The context's expected size after summarizing ``plan.evicted``: what stays, plus the
-    summary at its word budget (about 1.35 tokens a word) and the re-inserted user messages
-    at their budget, neither more than the span they come from."""
+    summary in its frame (see :func:`summary_frame`; ``body`` tokens of text, by default
+    :func:`summary_estimate`) and the re-inserted user messages at their budget, neither more
+    than the span they come from."""
     policy = run.policy
     evicted = sum(reduced.tokens[i].total for i in plan.evicted)
-    summary = int(summarizer_settings(policy, run.window).max_summary_words * 1.35) + 60
+    if body is None:
+        body = summary_estimate(run, reduced, evicted)
+    summary = body + summary_frame(run, [reduced.messages[i] for i in plan.evicted])
     preserved = 0
     fin = policy.finalize
     if fin.preserve_user_messages and fin.preserve_user_max_messages:
@@ -257,21 +297,107 @@ def landing_estimate(run: RunContext, reduced: ReductionStep, plan: CutPlan, tot
     return total - evicted + min(evicted, summary + preserved)
 
 
+def summary_estimate(run: RunContext, reduced: ReductionStep, evicted_tokens: int) -> int:
+    """Tokens of a summary's text: its word budget at :func:`tokens_per_word`; an offline
+    summary also takes at most half the words it reads (``extractive.budget.word_budget``),
+    so of a short span about half its tokens."""
+    settings = summarizer_settings(run.policy, run.window, reduced.messages)
+    body = int(settings.max_summary_words * tokens_per_word(settings))
+    if is_extractive(settings.model or EXTRACTIVE_MODEL):
+        body = min(body, evicted_tokens // 2)
+    return body
+
+
+def summary_limit(run: RunContext, reduced: ReductionStep, plan: CutPlan, words: int) -> int:
+    """Tokens the offline summary's text may take: its word budget at
+    ``EXTRACTIVE_TOKENS_PER_WORD``; guarding an overflow, no more than the usable window
+    leaves beside what stays (the latest round among it), down to ``MIN_SUMMARY_WORDS``."""
+    ceiling = int(words * EXTRACTIVE_TOKENS_PER_WORD)
+    if not run.over_window:
+        return ceiling
+    total = sum(t.total for t in reduced.tokens) + run.tools_tokens
+    room = run.usable_window - landing_estimate(run, reduced, plan, total, body=0)
+    return max(int(MIN_SUMMARY_WORDS * EXTRACTIVE_TOKENS_PER_WORD), min(ceiling, room))
+
+
+def latest_round_fits(run: RunContext, reduced: ReductionStep, keep_from: int) -> bool:
+    """Whether the latest round can go out verbatim at all: the leading system messages, the
+    tools, the round and a summary of the fewest words fit the usable window. Only then does
+    the overflow guard keep it; a round larger than that is summarized too, the one way to
+    serve the call (its originals are archived, as every evicted message's are)."""
+    messages, tokens = reduced.messages, reduced.tokens
+    head = 0
+    while head < keep_from and messages[head].role in ("system", "developer") and messages[head].is_original:
+        head += 1
+    kept = sum(t.total for t in tokens[:head]) + sum(t.total for t in tokens[keep_from:]) + run.tools_tokens
+    smallest = int(MIN_SUMMARY_WORDS * TOKENS_PER_WORD) + summary_frame(run, list(messages[head:keep_from]))
+    return kept + smallest <= run.usable_window
+
+
+#: The shape of an archive handle, to count a handle the summary will name before it exists
+_HANDLE_SHAPE = "ar_" + "0" * 16
+
+
+def summary_frame(run: RunContext, span: list[Message]) -> int:
+    """Tokens the default finalizer writes around a summary of ``span``: its opening and
+    closing lines, the handles of every archive entry it covers (a rolling summary names all
+    of them, so the frame grows by one handle a compaction; after twenty it is a few hundred
+    tokens, which a fixed allowance missed and a compaction then freed less than it
+    expected) and the acknowledgement."""
+    policy = run.policy
+    previous = [m for m in span if m.provenance is Provenance.SUMMARY]
+    refs = covered_entries(previous, _HANDLE_SHAPE)
+    settings = policy.summarizer
+    probe = FinalizeInput(head=[], evicted=span, pinned=[], tail=[], summary="",
+                          model=settings.model or EXTRACTIVE_MODEL, extractive=not settings.model,
+                          archive_ref=_HANDLE_SHAPE, number=len(refs), policy=policy, counter=run.counter,
+                          window=run.window, covered_refs=refs)
+    frame = run.counter.count(Message({"role": "user", "content": summary_text(probe)}, "frame",
+                                      Provenance.SUMMARY)).total
+    fin = policy.finalize
+    if fin.injection == "user" and fin.acknowledgement:
+        ack = texts(fin.language)["acknowledgement"]
+        frame += run.counter.count(Message({"role": "assistant", "content": ack}, "ack",
+                                           Provenance.ACKNOWLEDGEMENT)).total
+    return frame
+
+
 # -- summary -----------------------------------------------------------------------------------------
 
-#: A summary's word budget never asks for more than this share of the usable window. At an 8k
-#: window 15% would recall more on the dev corpus (94.8% against 93.6%), but the extractive
-#: summary's words can be long tokens, and at 4k its text then outgrew the landing target.
-SUMMARY_MAX_SHARE = 0.10
+#: Tokens a word of a model's summary is counted at (prose): the word budget's cap and the
+#: landing estimate of a model-written summary use this rate.
+TOKENS_PER_WORD = 1.35
+#: Tokens a word of the offline extractive summary may take. Its words are paths, code names,
+#: commands and outcome lines: on the dev corpus about two tokens a word (1.5 to 2.7 at an 8k
+#: window). A summary whose words run longer (a list of names such as helper_12_3, hex ids)
+#: is written again in fewer words until it fits its word budget at this rate, and the landing
+#: estimate counts an offline summary at it. 2.5 leaves the usual summaries as written: at
+#: 2.0 the default's recall at an 8k window fell from 95.0% to 92.8%, at 1.35 to 88.3%.
+EXTRACTIVE_TOKENS_PER_WORD = 2.5
+#: The offline summary is never cut below this many words to meet its token budget.
+MIN_SUMMARY_WORDS = 40
+
+#: A summary's word budget never asks for more than this share of the usable window (in a
+#: model's prose, ``TOKENS_PER_WORD``; an offline summary of the same words may take up to
+#: ``EXTRACTIVE_TOKENS_PER_WORD``, about 28% of the window). 15%: at an 8k window the default
+#: then recalls more of what the agent used next on the dev corpus (94.6% against 93.2% at
+#: 10%). The extractive summary cuts an outcome line that is one long run of characters
+#: (base64, a minified line) to its words' worth.
+SUMMARY_MAX_SHARE = 0.15
+
+
+def tokens_per_word(settings: SummarizerPolicy) -> float:
+    """The rate a summary's word budget is counted at: the offline summarizer's, else prose."""
+    return EXTRACTIVE_TOKENS_PER_WORD if is_extractive(settings.model or EXTRACTIVE_MODEL) else TOKENS_PER_WORD
 
 
 def summarizer_settings(policy: Policy, window: int, messages: Sequence[Message] = ()) -> SummarizerPolicy:
-    """The summarizer section with the word budget capped at ~10% of the usable window
-    (about 1.35 tokens a word), so a summary never refills a small window by itself, and
+    """The summarizer section with the word budget capped at ``SUMMARY_MAX_SHARE`` of the usable
+    window (at ``TOKENS_PER_WORD``), so a summary never refills a small window by itself, and
     with the agent's own model filled in when ``use_agent_model`` asks for it."""
     settings = policy.summarizer
     update: dict[str, Any] = {}
-    cap = max(50, int(SUMMARY_MAX_SHARE * usable_window(window, policy.reserved_output_tokens) / 1.35))
+    cap = max(50, int(SUMMARY_MAX_SHARE * usable_window(window, policy.reserved_output_tokens) / TOKENS_PER_WORD))
     if settings.max_summary_words == 0 or settings.max_summary_words > cap:
         update["max_summary_words"] = cap
     if settings.use_agent_model and not settings.model:
@@ -338,16 +464,47 @@ def summarize_span(run: RunContext, reduced: ReductionStep, plan: CutPlan) -> Su
         if policy.summarizer.on_failure == "keep":
             return summary_failed(run, exc, len(span))
         raise
-    if result.extractive and kept is not None and result.request_mode == "standalone" \
-            and kwargs.get("input_builder") is None:
+    # The offline summary can be written again from the same request, at no model call
+    again = result.extractive and result.request_mode == "standalone" and kwargs.get("input_builder") is None
+    used = kept or ()
+    if again and kept is not None:
         # A summary that quotes a recent request whole leaves room for an older message,
         # the task among them: then the offline summary points to it too (same input, same text).
         final = kept_after_summary(run, reduced, plan, span, result.text)
         if final is not None and task_kept(span, final) and not task_kept(span, kept):
+            used = final
             result.text = extractive_again(result.prompt_messages, final, settings.max_summary_words,
                                            policy.finalize.language)
+    if again:
+        hold_to_token_budget(run, plan, result, used, summary_limit(run, reduced, plan, settings.max_summary_words))
     text = run.hooks.apply_post_summary(result.text, run.emit)
     return SummaryStep(plan, span, previous, replaced_tokens, result, text)
+
+
+def hold_to_token_budget(run: RunContext, plan: CutPlan, result: SummaryResult, kept: tuple[str, ...],
+                         limit: int) -> None:
+    """Hold an offline summary to ``limit`` tokens (:func:`summary_limit`: its word budget at
+    ``EXTRACTIVE_TOKENS_PER_WORD``, the rate the landing estimate counts it at, or less when
+    guarding an overflow): a name such as ``helper_12_3`` or a hex id is one word and several
+    tokens, and a summary made of them outgrew the window's share many times over (a 500-word
+    budget, 3,700 tokens, in a 4,500-token window), so the summary and the latest round no
+    longer fitted. Written again from the same request with fewer words, so the text stays
+    what the extractive summarizer answers for that budget. Short of an overflow, a summary
+    and latest round that do not fit the landing target land above it: holding the summary to
+    what the target leaves (down to the word budget at ``TOKENS_PER_WORD``) took the default's
+    recall at an 8k window from 95.0% to 90.2% on the dev corpus."""
+    size = first = run.counter.count_text(result.text)
+    budget = count_words(result.text)
+    for _ in range(4):  # each pass scales the words written by the tokens still over; two nearly always do
+        if size <= limit or budget <= MIN_SUMMARY_WORDS:
+            break
+        # from the words it wrote, which can be fewer than its budget (a short span)
+        budget = max(MIN_SUMMARY_WORDS, min(budget - 1, int(count_words(result.text) * limit / size)))
+        result.text = extractive_again(result.prompt_messages, kept, budget, run.policy.finalize.language)
+        size = run.counter.count_text(result.text)
+    if size < first:
+        plan.notes.append(f"the offline summary took {first:,} tokens, over its limit of {limit:,} (long words, or "
+                          f"the room an overflow leaves); written again in {budget:,} words ({size:,} tokens)")
 
 
 def kept_after_summary(run: RunContext, reduced: ReductionStep, plan: CutPlan, span: list[Message],

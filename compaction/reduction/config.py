@@ -153,12 +153,15 @@ _NO_OVERRIDE = ToolReduction()
 
 def default_reduction() -> ReductionPolicy:
     """Our default: truncate results over 50k characters on arrival; from half the window on,
-    clear results older than the last 3 rounds, but only when that frees at least 2,000 tokens
-    (smaller edits would cost a prompt-cache miss for little gain)."""
+    clear results older than the last 10 rounds, but only when that frees at least 2,000 tokens
+    (smaller edits would cost a prompt-cache miss for little gain). Ten rounds, not three: on
+    the dev corpus at 32k the agent's next message used 98.5% of what it needed from earlier
+    history against 98.1% (three rounds cleared what it read a few calls before and went back
+    to), still sending about 30% less than a sliding window."""
     return ReductionPolicy(
         enabled=True,
         truncation=TruncationConfig(max_chars=50_000),
-        clearing=ClearingConfig(trigger_fraction=0.5, keep=3, keep_unit="rounds", clear_at_least_tokens=2000),
+        clearing=ClearingConfig(trigger_fraction=0.5, keep=10, keep_unit="rounds", clear_at_least_tokens=2000),
     )
 
 

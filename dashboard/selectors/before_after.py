@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compaction import Policy, PolicyError
+from compaction.cut import LATEST_ROUND_NOTE
 from compaction.messages import Provenance, text_of
 from compaction.windows import resolve_window
 
@@ -84,7 +85,15 @@ def kept_tail(run: CompactionRun) -> dict[str, Any] | None:
         budget = int(fraction * window)
         allowed = n - target
         out.update(keep_messages=keep, keep_fraction=fraction, window=window, budget=budget)
-        if allowed < keep and target > _head_length(ledger):
+        if LATEST_ROUND_NOTE in notes:
+            # the bounds reached into the latest round: the engine kept it whole (compaction.cut rule 6)
+            bound = (f"cut.keep_fraction is 0, so the tail may hold no tokens, whatever cut.keep_messages ({keep}) "
+                     f"allows" if budget == 0 else
+                     f"cut.keep_messages ({keep}) and cut.keep_fraction {fraction:g} of the {window:,}-token window "
+                     f"(the smaller winning) allow less than it")
+            reasons.append(f"Only the latest round stays: the last user message, or the last call with its results, "
+                           f"kept verbatim whatever the tail bounds say (cut.keep_latest_round); {bound}.")
+        elif allowed < keep and target > _head_length(ledger):
             if budget == 0:
                 reasons.append(f"cut.keep_fraction is 0, so the tail may hold no tokens: no message stays verbatim, "
                                f"whatever cut.keep_messages ({keep}) allows. The smaller of the two bounds wins; "

@@ -94,7 +94,9 @@ def test_a_three_message_session_with_runs_after_its_end(page, signed_in, consol
             {"role": "user", "content": "Summarize this: " + " ".join(f"fact{i}" for i in range(900))},
             {"role": "assistant", "content": "Noted. " + " ".join(f"point{i}" for i in range(600))}]
     session = factories.import_messages(project, msgs, title="Three messages")
-    runs = [factories.force(session, overrides={"cut.keep_messages": 1, "cut.keep_fraction": 0}) for _ in range(2)]
+    # runs that summarize everything, the latest message too, so each steps the line down
+    overrides = {"cut.keep_messages": 1, "cut.keep_fraction": 0, "cut.keep_latest_round": False}
+    runs = [factories.force(session, overrides=overrides) for _ in range(2)]
     assert runs[0].status == "succeeded", runs[0].error
     page.goto(signed_in(f"/sessions/{session.pk}/"))
     settle(page)

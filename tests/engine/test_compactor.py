@@ -69,8 +69,10 @@ def test_three_rolling_runs_fold_summaries_and_replay_exactly():
     done = 0
     for raw in raws:
         if raw["role"] == "assistant" and s.should_compact().fired:
-            assert s.compact()
-            done += 1
+            out = s.compact()
+            # the latest round stays whole, so a summary that would free too little waits
+            assert out or out.wait_tokens
+            done += bool(out)
         s.append(raw)
     assert done >= 3
     summaries = [m for m in s.live.messages if m.provenance is Provenance.SUMMARY]
@@ -146,8 +148,10 @@ def test_a_finalizer_that_breaks_tool_pairs_is_refused_and_nothing_is_written():
     def broken(inp, default):
         return [m for m in default(inp) if m.role != "tool"]
 
+    # the tail bounds as given (three rounds): the calls before the last lose their results
+    policy = small_policy(landing={"move_cut": False})
     with pytest.raises(Exception, match="tool call/result pair"):
-        Compactor(small_policy(), archive=archive, hooks=Hooks(finalizer=broken)).compact(coding_run(rounds=20), force=True)
+        Compactor(policy, archive=archive, hooks=Hooks(finalizer=broken)).compact(coding_run(rounds=20), force=True)
     assert archive.entries("session") == []
 
 

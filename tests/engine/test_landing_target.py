@@ -10,7 +10,7 @@ from compaction.errors import PolicyError
 from compaction.policy import Policy
 from compaction.session import CompactionSession
 from compaction.simulate import run_simulation
-from tests.engine.helpers import chat, coding_run
+from tests.engine.helpers import chat, coding_run, tool_round
 from tests.support.llm_server import ok
 
 
@@ -115,17 +115,21 @@ def test_the_report_has_thrash_as_a_top_level_integer():
 @pytest.mark.parametrize("name", [n for n in PRESETS if n != "default"])
 def test_seed_presets_keep_their_tail_bounds_and_fire_as_their_seed_does(name):
     landing = get_preset(name).landing
-    assert landing.move_cut is False and landing.min_freed == 0
+    # trpc's summary waits when it would free under a tenth of the window: its trigger counts the
+    # tokens since the last summary, which a long current turn can hold nearly all of
+    assert landing.move_cut is False and landing.min_freed == (0.1 if name == "trpc" else 0)
 
 
 def test_a_cut_the_landing_target_moved_to_the_end_names_the_landing_not_the_tail_bounds():
     """The tail bounds allow 8 messages; the landing target (half of a 2,000-token trigger)
-    moves the cut past all of them, and the notes blame the landing, not keep_messages."""
+    moves the cut past all of them but the latest round, and the notes blame the landing, not
+    keep_messages."""
     msgs = coding_run(rounds=30, output_chars=500)
     policy = Policy.load({"counter": "approx", "trigger": {"kind": "tokens", "threshold": 2000},
                           "cut": {"keep_messages": 8}})
     out = Compactor(policy).compact(msgs, force=True)
-    assert isinstance(out, Outcome) and out.cut is not None and out.cut["tail_start"] == len(msgs)
+    # past every message of the tail bounds but the latest round, which the agent has not read yet
+    assert isinstance(out, Outcome) and out.cut is not None and out.cut["tail_start"] == len(msgs) - 2
     assert any(n.startswith("moved the cut back past the tail bounds") for n in out.notes)
     assert not any(n.startswith(NO_TAIL_NOTE) for n in out.notes)
 
@@ -174,3 +178,49 @@ def test_thrash_counts_every_compaction_that_frees_under_a_tenth_of_the_usable_w
     small = [c for c in report.compactions if c.tokens_before - c.tokens_after < floor]
     assert len(small) > 10
     assert report.thrash == len(small)
+
+
+def test_moving_the_cut_to_the_target_keeps_the_round_the_model_is_about_to_read():
+    """A long task re-inserted after the summary leaves no room at the target: the cut still
+    stops short of the latest call and its result, which the agent asked for and has not seen."""
+    policy = get_preset("default").with_overrides({"context_window": 8000, "counter": "approx"})
+    session = CompactionSession(policy)
+    task = "Fix the refund window in src/refunds.py. " + " ".join(
+        f"Rule {k}: refunds after day {k} need approval." for k in range(60))
+    session.extend(coding_run(rounds=12, output_chars=800, task=task)
+                   + tool_round("big", "def handle_refund_window(order):\n" + "x = 1\n" * 1000,
+                                args='{"cmd": "cat src/refunds.py"}'))
+    out = session.before_model_call()
+    assert isinstance(out, Outcome) and out.summarized
+    assert any("moved the cut back" in n for n in out.notes)
+    context = session.context()
+    assert [m["role"] for m in context[-2:]] == ["assistant", "tool"]
+    assert "def handle_refund_window" in context[-1]["content"]
+    assert "file_11.py" not in context[-2]["tool_calls"][0]["function"]["arguments"]   # only that round
+
+
+def _long_answer_then_a_big_result() -> list[dict]:
+    answer = "There are three files. " + " ".join(f"File {k} of the listing is module_{k}.py." for k in range(300))
+    return [{"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "List the files of the repository."},
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": "Now read the log of the failing build."},
+            *tool_round("log", "build step ok\n" * 4200, args='{"cmd": "cat build.log"}')]
+
+
+def test_a_trpc_summary_that_would_free_under_a_tenth_of_the_window_waits():
+    """trpc fires on the tokens since its last summary; here they are nearly all in the round
+    it must keep, so a summary would free about 2.6k of a 32k window: a cache break for little."""
+    session = CompactionSession(get_preset("trpc").with_overrides({"context_window": 32000}))
+    session.extend(_long_answer_then_a_big_result())
+    before = session.total_tokens
+
+    out = session.before_model_call()
+
+    assert isinstance(out, Skipped) and "less than the minimum of 3,200" in out.reason
+    assert session.total_tokens == before
+    # as the window nears, its synchronous summary runs (cut.any_boundary_near_window)
+    session.extend(tool_round("log2", "build step ok\n" * 3200, args='{"cmd": "cat build2.log"}'))
+    near = session.before_model_call()
+    assert isinstance(near, Outcome) and near.summarized
+    assert near.tokens_before["total"] - near.tokens_after["total"] >= 3200

@@ -233,15 +233,16 @@ def test_no_lookahead_when_not_asked_for():
 def test_a_memo_shared_by_replays_of_one_session_gives_each_policy_its_own_figures():
     """A tuning grid replays one session under many policies with one NeededMemo: what each
     call needed comes from the memo, what each policy kept from its own context. A real
-    transcript whose recall drops when compactions cut its tail short."""
+    transcript whose recall drops when short summaries replace its history."""
     name = "sweagent__replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source__marshmal.json"
     require_corpus(name)
     messages = load(name)["messages"]
     memo = NeededMemo()
     figures = []
     for threshold, keep in ((1500, 1), (3000, 8), (1500, 8), (100_000, 1)):
+        # 40 words: a summary that cannot carry every name the agent goes back to
         policy = Policy.load({"name": "memo", "trigger": {"kind": "tokens", "threshold": threshold},
-                              "cut": {"keep_messages": keep}})
+                              "cut": {"keep_messages": keep}, "summarizer": {"max_summary_words": 40}})
         alone = preview_policy(messages, policy, fallback_model="gpt-4o").figures
         shared = preview_policy(messages, policy, fallback_model="gpt-4o", needed_memo=memo).figures
         assert shared == alone

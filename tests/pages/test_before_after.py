@@ -74,11 +74,27 @@ def _forced_long_run(project, capture, **cut):
     return run
 
 
-def test_a_forced_run_whose_keep_fraction_is_0_says_why_it_kept_no_tail(web, project,
-                                                                        django_capture_on_commit_callbacks):
-    """keep_fraction 0 wins over keep_messages 8: the after side holds the system message and
-    the summary only, and both run pages say that this is what the policy asked for."""
+def test_a_forced_run_whose_keep_fraction_is_0_keeps_only_the_latest_round_and_says_why(
+        web, project, django_capture_on_commit_callbacks):
+    """keep_fraction 0 wins over keep_messages 8, but the latest round (here the agent's last
+    answer) stays whatever the bounds say: the after side holds the system message, the
+    summary and that answer, and both run pages say why."""
     run = _forced_long_run(project, django_capture_on_commit_callbacks, keep_fraction=0)
+    assert [r["fate"] for r in run.ledger if r["fate"] not in ("summarized", "preserved")] == ["kept", "kept"]
+    assert run.ledger[0]["role"] == "system" and run.ledger[-1]["fate"] == "kept"
+    for name in ("pages:before-after", "pages:run"):
+        text = _kept_tail_text(web.get(reverse(name, args=[run.pk])).content.decode())
+        assert "Kept tail: the last 1 message (#304) stay" in text, name
+        assert "Only the latest round stays" in text and "cut.keep_latest_round" in text, name
+        assert "cut.keep_fraction is 0" in text and "cut.keep_messages (8)" in text, name
+        assert "no user turn" not in text, name
+
+
+def test_without_the_latest_round_rule_keep_fraction_0_keeps_no_tail_and_says_why(
+        web, project, django_capture_on_commit_callbacks):
+    """cut.keep_latest_round off (Eino's preset): the after side holds the system message and
+    the summary only, and both run pages say that this is what the policy asked for."""
+    run = _forced_long_run(project, django_capture_on_commit_callbacks, keep_fraction=0, keep_latest_round=False)
     assert [r["fate"] for r in run.ledger if r["fate"] not in ("summarized", "preserved")] == ["kept"]
     assert run.ledger[0]["role"] == "system" and run.ledger[0]["fate"] == "kept"
     for name in ("pages:before-after", "pages:run"):

@@ -57,12 +57,12 @@ def test_policy_overrides_reach_reduction_settings():
     assert p.reduction.enabled and p.reduction.clearing.keep == 4
 
 
-def test_the_default_fragment_truncates_at_50k_and_clears_at_half_the_window_keeping_three_rounds():
+def test_the_default_fragment_truncates_at_50k_and_clears_at_half_the_window_keeping_ten_rounds():
     p = C.default_reduction()
     assert p.enabled and p.truncation.enabled and p.truncation.max_chars == 50_000
     c = p.clearing
     assert c.enabled and c.trigger_fraction == 0.5 and c.trigger_tokens is None
-    assert c.keep == 3 and c.keep_unit == "rounds" and c.clear_at_least_tokens == 2000 and c.at_least_mode == "guard"
+    assert c.keep == 10 and c.keep_unit == "rounds" and c.clear_at_least_tokens == 2000 and c.at_least_mode == "guard"
 
 
 def test_the_eino_fragment_uses_eino_defaults():

@@ -46,7 +46,8 @@ def test_an_import_that_offloads_many_tool_outputs_writes_its_archive_in_one_ins
 
 
 def test_a_compaction_writes_its_archive_entries_in_one_insert(api):
-    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(40, chars=20_000),
+    # 50 rounds: clearing keeps the last 10, so about 40 results are cleared, one event each
+    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(50, chars=20_000),
                                      "auto_compact": False}).json()["session"]["id"]
     connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
     with CaptureQueriesContext(connection) as q:
@@ -66,7 +67,8 @@ def test_a_compaction_writes_its_archive_entries_in_one_insert(api):
 
 
 def test_a_run_with_many_engine_events_records_all_of_them_in_a_few_inserts(api):
-    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(40, chars=20_000),
+    # 50 rounds: clearing keeps the last 10, so about 40 results are cleared, one event each
+    sid = api.post("/api/sessions", {"messages": _big_tool_rounds(50, chars=20_000),
                                      "auto_compact": False}).json()["session"]["id"]
     connection.queries_log.clear()  # a full log (it keeps 9,000) would capture nothing
     with CaptureQueriesContext(connection) as q:

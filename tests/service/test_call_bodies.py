@@ -65,7 +65,11 @@ def test_every_call_rebuilds_to_the_bytes_the_upstream_received_through_compacti
     sent_total = sum(len(b) for b in received)
     print(f"sent {sent_total} bytes in {len(received)} calls; kept {kept} characters of pieces")
     assert kept < sum(len(m) for m in distinct) + 2 * max(len(b) for b in received)
-    assert kept < sent_total / 2
+    # Well under one copy per call. The share is what the compactions leave to share: each
+    # summary is a new piece, and here (a 4,500-token usable window, 800-token reads) the
+    # default compacts every second or third call, its summary a quarter of the window, the
+    # latest read kept whole (0.53 of the bytes sent; 0.43 when summaries were a tenth)
+    assert kept < 0.6 * sent_total
     # and a call lists its pieces in a few runs of consecutive ids, whatever its length
     assert max(len(b.sent_runs) for b in bodies) <= 6
 

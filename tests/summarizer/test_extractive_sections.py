@@ -341,3 +341,51 @@ def test_a_user_message_the_engine_kept_from_before_is_read_without_its_marker(l
 
     assert marker not in text
     assert "Rename the --out flag of tools/export.sh to --output." in text
+
+
+def test_the_exact_command_the_instructions_require_is_kept_with_its_constraint():
+    instructions = ("[user]: Fix the rounding bug in billing/totals.py.\n\nWhen you are done, submit.\n"
+                    "You MUST use this EXACT command to submit:\n\n```bash\n"
+                    "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt\n```\n\n"
+                    "Do not edit the tests.")
+    transcript = session(instructions, "[assistant]: I will read billing/totals.py because the bug is there.")
+
+    constraints = [t for t in section(summarize_text(transcript, None, 300), "Task and constraints")
+                   if t.startswith("Constraint:")]
+
+    assert any("EXACT command to submit" in t and "`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt`" in t
+               for t in constraints), constraints
+
+
+def test_a_list_introduced_by_a_colon_is_still_no_constraint_of_its_own():
+    transcript = session("[user]: Fix billing/totals.py. You must check these files:\n\n- a.py\n- b.py",
+                         "[assistant]: I will read billing/totals.py because the bug is there.")
+
+    constraints = [t for t in section(summarize_text(transcript, None, 300), "Task and constraints")
+                   if t.startswith("Constraint:")]
+
+    assert not [t for t in constraints if "check these files" in t]
+
+
+def test_names_the_agent_just_read_in_a_tool_result_are_kept_after_its_own():
+    source = "\n".join(["class LedgerEntry:", "    def apply_rounding_mode(self, amount):",
+                        "        return quantize_half_even(amount)"] + [f"# line {k}" for k in range(40)])
+    transcript = session("[user]: Fix the rounding bug in billing/totals.py.",
+                         "[assistant]: " + call("bash", {"command": "cat billing/ledger.py"}),
+                         f"[bash returned: {source}\n<returncode>0</returncode>]")
+
+    names = ", ".join(section(summarize_text(transcript, None, 300), "Names used")).split(", ")
+
+    assert {"apply_rounding_mode", "quantize_half_even"} <= set(names)
+
+
+def test_an_outcome_line_of_one_unbroken_run_is_cut_to_its_words_worth():
+    blob = "QUJD" * 600   # 2,400 characters without a space: one "word", hundreds of tokens
+    transcript = session("[user]: Decode the payload in data/payload.b64.",
+                         "[assistant]: " + call("bash", {"command": "cat data/payload.b64"}),
+                         f"[bash returned: {blob}\n<returncode>0</returncode>]")
+
+    text = summarize_text(transcript, None, 300)
+    line = next(t for t in section(text, "Commands and outcomes") if "payload.b64" in t)
+
+    assert "QUJDQUJD" in line and len(line) < 300

@@ -3,7 +3,8 @@
 - **Task and constraints**: the task as first stated (short), or a pointer to it when the
   context keeps the task message word for word right after the summary; later requests
   and the latest one, and sentences that carry constraints ("must", "do not", "only"...)
-  unless a kept message holds them. Harness boilerplate is no request: notes such as
+  unless a kept message holds them; a constraint that introduces the exact command to run
+  ("You MUST use this EXACT command to submit:" and a fenced block) carries that command. Harness boilerplate is no request: notes such as
   "[Request interrupted by user]", format reminders and wrappers (``HARNESS``), messages
   repeated word for word, and nudges of one shape repeated more than twice;
 - **Files edited**: files a call created, edited, deleted or moved (read from what it ran,
@@ -28,8 +29,9 @@
   answered, else the agent's last stated plan that names what it acts on (never a filler
   such as "Let's try this."), else the open request;
 - **Names used**: the identifiers (code names, error names, hashes, quoted strings...)
-  the user and the agent wrote, most used first, filled last with the words the other
-  sections left (see :mod:`.budget`), without those already shown.
+  the user and the agent wrote, most used first, then the code names and paths of the
+  latest tool results (what the agent just read, latest first), filled last with the words
+  the other sections left (see :mod:`.budget`), without those already shown.
 
 A previous extractive summary is merged section by section (old task statement
 kept, old "latest" request demoted, old open errors closed when their command now
@@ -172,6 +174,24 @@ def _short(text: str, words: int, chars: int = 480) -> str:
     return text[:cut if cut > chars // 2 else chars].rstrip() + " " + ELLIPSIS
 
 
+
+#: "use this exact command", "run the following command": a sentence that hands the agent a
+#: command to type, introduced by a colon
+_COMMAND_INTRO = re.compile(r"\b(?:exact|following|this|these)\s+(?:\w+\s+)?commands?\b", re.IGNORECASE)
+_FENCE = re.compile(r"^`{3}[\w+-]*$")
+
+
+def _required_command(sentence: str, following: list[str]) -> str | None:
+    """The command a constraint sentence ending in ":" introduces ("You MUST use this EXACT
+    command to submit:" then a fenced block): the first line after the fence, else None."""
+    if not (sentence.endswith(":") and CONSTRAINT.found_in(sentence) and _COMMAND_INTRO.search(sentence)):
+        return None
+    lines = [s.strip() for s in following if not _FENCE.match(s.strip())]
+    if not lines or not following or not _FENCE.match(following[0].strip()):
+        return None
+    command = lines[0].splitlines()[0].strip()
+    return command if 0 < len(command) <= 200 else None
+
 def verbatim_key(text: str) -> str:
     """How a user message is recognised as one the context keeps word for word: its first
     200 characters, whitespace squashed (a clipped copy in the transcript still matches).
@@ -246,8 +266,18 @@ def _requests(events: list[Event], prev: Previous, boiler: set[int], kept_texts:
     seen: set[str] = set()
     for ev in users:
         taken = 0
-        for sent in ev.sentences():
+        parts = ev.sentences()
+        for pos, sent in enumerate(parts):
             sent = BULLET.sub("", sent)
+            command = _required_command(sent, parts[pos + 1:pos + 4])
+            if command:
+                # "You MUST use this EXACT command to submit:" says nothing without the
+                # command that follows it; the agent runs it word for word at the end
+                line = squash(sent, 25) + " `" + squash(command, 25) + "`"
+                if line not in seen and command not in kept_text:
+                    seen.add(line)
+                    items.append(Item("Constraint: " + line, (2, -ev.order), ev.order + 0.4, key=line))
+                continue
             if taken >= 4 or sent.endswith(":") or not CONSTRAINT.found_in(sent):
                 continue  # a line ending in ":" introduces a list; it says nothing alone
             line = squash(sent, 35)
@@ -635,6 +665,9 @@ def _next_step(events: list[Event], prev: Previous, boiler: set[int]) -> tuple[l
 # -- names -----------------------------------------------------------------------------------------
 
 _ORIGIN_WEIGHT = {"user": 2, "assistant": 3, "call": 1}
+#: The latest tool results whose code names and paths join the names, after the ones the
+#: agent wrote: what the agent just read is what it most often uses next
+RESULT_NAMES = 3
 
 
 def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> list[Item]:
@@ -679,6 +712,14 @@ def _names(events: list[Event], prev: Previous, instruction_paths: set[str]) -> 
     for low, (ident, order) in pending_quotes.items():
         if low not in weight and ident[:1].isalnum() and not _SHELL_EXAMPLE.search(ident):
             weight[low], first[low], shown[low] = 0.75, order, ident
+    for ev in [e for e in events if e.kind == "result" and e.text][-RESULT_NAMES:]:
+        by_kind = text_identifiers(ev.text[:20000])
+        for ident in sorted(by_kind["code"] | by_kind["path"]):   # sorted: stable whatever the hash seed
+            low = ident.lower()
+            if low in weight or PLACEHOLDER_PATH.search(ident) or path_key(ident) in instruction_paths:
+                continue
+            # the latest result's names first (the rank reads -first)
+            weight[low], first[low], shown[low] = 0.6, -ev.order, ident
     for k, line in enumerate(prev.get(NAMES, [])):
         for ident in line.split(", "):
             low = ident.strip().lower()

@@ -270,6 +270,11 @@ def _placeholder_openings() -> tuple[str, ...]:
     return tuple(out)
 
 
+#: Characters an outcome line may take per word of its budget: ordinary text averages about
+#: six, so only unbroken runs (base64, minified code) are cut
+OUTCOME_CHARS_PER_WORD = 8
+
+
 def outcome_of(result: str, errors: list[str] | None = None) -> tuple[bool, str]:
     """(failed?, short outcome text) of a tool result (``errors``: its exception lines, if known).
     A result the engine already cleared says only that: its placeholder is not the output."""
@@ -288,14 +293,14 @@ def outcome_of(result: str, errors: list[str] | None = None) -> tuple[bool, str]
     fails = _FAIL_LINE.findall(result[-20000:])
     if code not in (None, 0):
         detail = (errors[-1] if errors else None) or (fails[-1] if fails else None) or last_meaningful_line(result)
-        return True, f"exit {code}" + (f": {squash(detail, 30)}" if detail else "")
+        return True, f"exit {code}" + (f": {squash(detail, 30, 30 * OUTCOME_CHARS_PER_WORD)}" if detail else "")
     if errors and code is None:
-        return True, f"error: {squash(errors[-1], 30)}"
+        return True, f"error: {squash(errors[-1], 30, 30 * OUTCOME_CHARS_PER_WORD)}"
     first = _first_meaningful_line(result)
     prefix = "exit 0" if code == 0 else "ok"
     if not first:
         return False, prefix + " (no output)"
-    return False, f"{prefix}: {squash(first, 18)}"
+    return False, f"{prefix}: {squash(first, 18, 18 * OUTCOME_CHARS_PER_WORD)}"
 
 
 

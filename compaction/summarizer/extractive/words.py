@@ -61,7 +61,13 @@ def _truncate_split_words(text: str, limit: int) -> str:
     return text[:len(text) - len(rest)].rstrip() + " " + ELLIPSIS
 
 
-def squash(text: str, max_words: int = 120) -> str:
-    """One line: whitespace collapsed, at most ``max_words`` words (cheap on huge input)."""
+def squash(text: str, max_words: int = 120, max_chars: int | None = None) -> str:
+    """One line: whitespace collapsed, at most ``max_words`` words (cheap on huge input) and,
+    with ``max_chars``, about that many characters: a tool's output line can be one run of
+    hundreds of characters (base64, a minified line) that the budget counts as one word but
+    that costs a hundred tokens."""
     head = text[: max_words * 24 + 64]
-    return truncate_words(" ".join(head.split()), max_words)
+    line = truncate_words(" ".join(head.split()), max_words)
+    if max_chars is None or len(line) <= max_chars:
+        return line
+    return line[:max_chars].rstrip() + ELLIPSIS
