@@ -69,6 +69,15 @@ def messages_500(n: int = 500) -> list[dict]:
     return out[:n]  # a trailing call without its result yet is a legal session
 
 
+def session_ending_at_user_turn(n: int) -> list[dict]:
+    """About ``n`` messages of :func:`messages_500` that end where a user may speak next
+    (trailing tool calls and results dropped): what the gateway benches resend."""
+    msgs = messages_500(n)
+    while msgs[-1].get("tool_calls") or msgs[-1]["role"] == "tool":
+        msgs.pop()
+    return msgs
+
+
 def project_with_key(name: str = "bench"):
     from dashboard.services.keys import create_api_key, get_or_create_project  # noqa: PLC0415  (needs Django set up: setup_django() runs first)
 

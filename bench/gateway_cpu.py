@@ -50,13 +50,6 @@ from compaction.integrations.responses_items import messages_to_items  # noqa: E
 from tests.support.llm_server import ScriptedLLMServer, ok  # noqa: E402
 
 
-def _session(n: int) -> list[dict]:
-    msgs = svc.messages_500(n)
-    while msgs[-1].get("tool_calls") or msgs[-1]["role"] == "tool":
-        msgs.pop()
-    return msgs
-
-
 class _Clock:
     """CPU of this thread spent inside the wrapped functions, per round, and the thread's
     CPU clock when the last of them returned (``ended``) or the first began (``began``)."""
@@ -156,7 +149,7 @@ def main() -> None:
             clock = parts[f"{owner.__name__.rsplit('.', 1)[-1]}.{name}"] = _Clock()
             clock.wrap(owner, name)
     client = Client()
-    history = _session(args.size)
+    history = svc.session_ending_at_user_turn(args.size)
     apis = [_Api(api, history, key, bool(args.profile)) for api in args.api.split(",")]
     for api in apis:  # the first request stores the whole history (an import)
         server.script(ok("warm"))

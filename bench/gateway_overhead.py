@@ -45,14 +45,6 @@ from compaction.integrations.responses_items import messages_to_items  # noqa: E
 from tests.support.llm_server import ScriptedLLMServer, ok  # noqa: E402
 
 
-def _session(n: int) -> list[dict]:
-    """About ``n`` messages of an agent session that ends where a user may speak next."""
-    msgs = svc.messages_500(n)
-    while msgs[-1].get("tool_calls") or msgs[-1]["role"] == "tool":
-        msgs.pop()
-    return msgs
-
-
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -163,7 +155,7 @@ def main() -> None:
         print(f"# server={args.server} database={db} rounds={args.rounds} api={args.api}", flush=True)
         run = measure_responses if args.api == "responses" else measure
         for size in (int(s) for s in args.sizes.split(",")):
-            history = _session(size)
+            history = svc.session_ending_at_user_turn(size)
             r = run(gateway, direct, server, history, args.rounds, f"bench-{args.api}-{size}")
             r.update(_recorded(f"bench-{args.api}-{size}", args.rounds))
             print(f"messages={len(history)} " + " ".join(f"{k}={v:.2f}" for k, v in r.items()), flush=True)
