@@ -12,6 +12,7 @@ from celery import shared_task, signals
 from django.conf import settings
 
 from .schedules import CONTINUOUS_TUNING_TASK
+from .services import tuning_recovery  # noqa: F401  (importing it adds the tuning jobs to the recovery pass)
 from .services.continuous_tuning import TUNE_PROJECT_TASK, queue_projects, tune_project
 from .services.runs import (
     RUN_TASK,

@@ -2,7 +2,8 @@
 a heartbeat RUN_STALE_AFTER seconds old is queued again and sent to the workers (its
 progress resumes: a sweep from the start, a grid chunk counting only the replays the lost
 execution had not counted), or failed, saying so, after RUN_MAX_DELIVERIES executions.
-The recovery loop of every worker calls :func:`recover_tuning_jobs` with its run recovery;
+Importing this module adds :func:`recover_tuning_jobs` to the runs' recovery pass (the
+worker's tasks module and ``manage.py recover_runs`` import it);
 each change is a conditional update, so several workers doing it at once change each job
 once."""
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.db.models import Q
 
 from ..models import GridStatus, SweepStatus, TuningGridChunk, TuningSweep
 from .common import now
+from .runs.recover import register_pass
 from .tuning_grids import enqueue_chunks, fail_grid
 from .tuning_sweeps import enqueue_sweep
 
@@ -61,3 +63,6 @@ def recover_tuning_jobs(cutoff: datetime) -> int:
             enqueue_chunks(grid_id, [chunk_id])
             requeued += 1
     return requeued
+
+
+register_pass(recover_tuning_jobs)

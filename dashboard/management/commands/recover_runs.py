@@ -2,6 +2,7 @@
 RUN_RECOVERY_INTERVAL seconds; this is for operators)."""
 from django.core.management.base import BaseCommand
 
+from dashboard.services import tuning_recovery  # noqa: F401  (adds the tuning jobs' pass)
 from dashboard.services.runs import recover_once
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +29,15 @@ from .request import enqueue_on_commit
 log = logging.getLogger("dashboard.recovery")
 
 RecoveryCounts = dict[Literal["requeued", "failed", "resent", "tuning"], int]
+
+#: Recovery passes for other work a lost worker leaves running, each called with the
+#: staleness cutoff by every recovery pass; what they queue again counts as "tuning".
+OTHER_PASSES: list[Callable[[datetime], int]] = []
+
+
+def register_pass(other: Callable[[datetime], int]) -> None:
+    if other not in OTHER_PASSES:
+        OTHER_PASSES.append(other)
 
 
 def recover(stale_after: float | None = None) -> RecoveryCounts:
@@ -77,11 +87,9 @@ def recover(stale_after: float | None = None) -> RecoveryCounts:
         status = CompactionRun.objects.filter(pk=holder).values_list("status", flat=True).first()
         if status != RunStatus.RUNNING:
             Session.release_stale_slot(held.pk, holder)
-    # Sweeps and grid chunks lost with their worker. Imported here: the tuning services
-    # import the runs package (its no-worker watch), which imports this module.
-    from ..tuning_recovery import recover_tuning_jobs  # noqa: PLC0415
-
-    counts["tuning"] = recover_tuning_jobs(cutoff)
+    # Sweeps and grid chunks lost with their worker (services/tuning_recovery, registered
+    # there: the tuning services import this package, so it cannot import them).
+    counts["tuning"] = sum(other(cutoff) for other in OTHER_PASSES)
     return counts
 
 def requeue_now(session_id: int, run_id: int, token: str, reason: str) -> bool:
