@@ -120,7 +120,11 @@ def test_a_file_nested_too_deep_to_parse_is_set_aside_and_the_worker_runs_the_ne
     is set aside with a warning like any unreadable one, instead of stopping the worker."""
     worker = start_worker("filesystem")
     name = f"0_deep.{QUEUE}.msg"
-    (tmp_path / "broker" / "in" / name).write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    # written beside the inbox and renamed in, as a producer does: a worker polling the inbox
+    # took the 200 kB file half-written (CI: set aside as "empty file", not for its nesting)
+    staged = tmp_path / "broker" / "tmp" / name
+    staged.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    os.replace(staged, tmp_path / "broker" / "in" / name)
     bad = tmp_path / "broker" / "bad"
     wait_for(lambda: (bad / name).exists() or not worker.alive(), timeout=60,
              what="the worker to set the deep file aside")
