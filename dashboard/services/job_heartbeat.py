@@ -8,18 +8,12 @@ heartbeat is RUN_STALE_AFTER seconds old, as it does for runs; an execution that
 slow and finds its claim taken writes nothing."""
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Any
 
-from django.conf import settings
-from django.db import connection
 from django.db.models import F, Model, QuerySet
 
 from .common import now
-from .runs.request import is_eager
-
-log = logging.getLogger("dashboard.jobs")
+from .runs.beat_thread import BeatThread
 
 
 def claim_job(model: type[Model], pk: int, queued: str, running: str, **reset: Any) -> int | None:
@@ -39,37 +33,13 @@ def holds(model: type[Model], pk: int, attempt: int, running: str) -> QuerySet[A
     return model._default_manager.filter(pk=pk, attempts=attempt, status=running)
 
 
-class JobHeartbeat:
-    """Writes the job's ``heartbeat_at`` every RUN_HEARTBEAT_INTERVAL seconds from a thread
-    while the job executes (``with JobHeartbeat(...):``)."""
+class JobHeartbeat(BeatThread):
+    """Writes the job's ``heartbeat_at`` while the job executes (``with JobHeartbeat(...):``)."""
 
     def __init__(self, model: type[Model], pk: int, attempt: int, running: str):
+        super().__init__()
         self.model, self.pk, self.attempt, self.running = model, pk, attempt, running
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.label = f"{model.__name__} {pk}"
 
-    def __enter__(self) -> JobHeartbeat:
-        interval = settings.RUN_HEARTBEAT_INTERVAL
-        # inline execution (eager tests) has no other thread whose transaction it could see
-        if interval > 0 and not is_eager():
-            self._thread = threading.Thread(target=self._loop, args=(interval,), daemon=True,
-                                            name=f"heartbeat-{self.model.__name__}-{self.pk}")
-            self._thread.start()
-        return self
-
-    def _loop(self, interval: float) -> None:
-        try:
-            while not self._stop.wait(interval):
-                try:
-                    if not holds(self.model, self.pk, self.attempt, self.running).update(heartbeat_at=now()):
-                        return  # ended, cancelled or taken by another execution: nothing to keep alive
-                except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
-                    log.warning("heartbeat of %s %s failed", self.model.__name__, self.pk, exc_info=True)
-                    connection.close()
-        finally:
-            connection.close()
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+    def beat(self) -> bool:
+        return bool(holds(self.model, self.pk, self.attempt, self.running).update(heartbeat_at=now()))

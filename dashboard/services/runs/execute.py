@@ -28,53 +28,31 @@ from .. import connections
 from ..archive import BufferedArchive
 from ..common import counter_for, insert_values
 from ..durability import relaxed_transaction
+from .beat_thread import BeatThread
 from .claim import Claim, claim
 from .commit import commit, fail, skip
 from .recover import requeue_now
-from .request import RunResult, is_eager
+from .request import RunResult
 
 log = logging.getLogger("dashboard.runs")
 
 
-class Heartbeat:
-    """Writes ``heartbeat_at`` every RUN_HEARTBEAT_INTERVAL seconds while a run executes; a run
-    whose heartbeat stops (its worker died) is queued again by the recovery loop. Each beat
-    also calls ``on_beat`` (the reporter's flush: a run inside a long summary call shows
-    where it is)."""
+class Heartbeat(BeatThread):
+    """Writes ``heartbeat_at`` while a run executes; a run whose heartbeat stops (its worker
+    died) is queued again by the recovery loop. Each beat also calls ``on_beat`` (the
+    reporter's flush: a run inside a long summary call shows where it is)."""
 
     def __init__(self, run_id: int, token: str, on_beat: Callable[[], None] | None = None):
+        super().__init__()
         self.run_id, self.token, self.on_beat = run_id, token, on_beat
-        self.interval = settings.RUN_HEARTBEAT_INTERVAL
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.label = f"run {run_id}"
 
-    def start(self) -> Heartbeat:
-        # Inline execution (tests, CELERY_TASK_ALWAYS_EAGER): the caller's thread is the only
-        # one executing, so no heartbeat; a second connection could not see its transaction.
-        if self.interval > 0 and not is_eager():
-            self._thread = threading.Thread(target=self._loop, name=f"heartbeat-run-{self.run_id}", daemon=True)
-            self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    CompactionRun.beat(self.run_id, self.token)
-                    if self.on_beat is not None:
-                        self.on_beat()
-                except Exception:  # noqa: BLE001 - a missed beat is retried on the next tick
-                    log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
-                    # The next beat on a new connection: one the server dropped stays broken in
-                    # this thread, and a run whose beats all fail is taken for lost.
-                    connection.close()
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+    def beat(self) -> bool:
+        if not CompactionRun.beat(self.run_id, self.token):
+            return False
+        if self.on_beat is not None:
+            self.on_beat()
+        return True
 
 
 class Reporter:
