@@ -195,6 +195,42 @@ def test_an_open_error_of_an_earlier_summary_is_closed_when_its_command_now_succ
     assert "Fixed: ImportError: cannot import name 'load_config' (in `python -m app.main`)" in section(second, "Errors")
 
 
+def test_a_directory_listing_in_tool_output_is_counted_by_folder_not_listed_file_by_file():
+    """A session that listed a package cache printed 30 file names; the summary listed every
+    one of them under "Other paths". Now the best ranked few stay one per line and the rest
+    are counted by folder, and a later summary counts them again instead of adding lines."""
+    hooks = [f"/repo/.git/hooks/{name}.sample" for name in ("commit-msg", "pre-rebase", "pre-push", "update",
+                                                            "pre-commit", "post-update", "pre-receive")]
+    cache = [f"/opt/conda/pkgs/package-{k}.0-py313_0.json" for k in range(30)]
+    listing = "\n".join(hooks + cache)
+    first = summarize_text(session(*[
+        "[user]: Find out why the install in /repo breaks, and fix /repo/setup.py.",
+        "[assistant]: " + call("bash", {"command": "find /repo /opt/conda/pkgs -type f"}),
+        f"[bash returned: {listing}\n<returncode>0</returncode>]",
+        "[assistant]: " + call("bash", {"command": "sed -i 's/old/new/' /repo/setup.py"}),
+        "[bash returned: <returncode>0</returncode>]",
+    ]), None, 600)
+
+    other = section(first, "Other paths")
+    singles = [line for line in other if line.endswith(" (in output)")]
+    assert len(singles) == 7, other
+    assert len(other) <= 12, other
+    counted = "\n".join(other)
+    assert "`/opt/conda/pkgs/` (" in counted and " more files in output: package-" in counted
+    listed = len(re.findall(r"package-\d+\.0-py313_0\.json", counted))
+    assert listed <= 7 + 3, counted  # the best ranked singles and a folder line's three examples
+    assert "/repo/setup.py (edited" in "\n".join(section(first, "Files edited"))
+
+    second = summarize_text(session(*[
+        "[assistant]: " + call("bash", {"command": "ls /opt/conda/pkgs"}),
+        f"[bash returned: {listing}\n<returncode>0</returncode>]",
+    ]), first, 600)
+
+    again = section(second, "Other paths")
+    assert len(again) <= 12, again
+    assert sum("`/opt/conda/pkgs/` (" in line for line in again) == 1, again
+
+
 @pytest.mark.parametrize("name", [DJANGO_FIX, DJANGO_ORDER, "minipr__deepseek_chat_dev_rerun__pylint-dev__astroid-1333",
                                   "claudecode_cctrace__f33cdb42"])
 def test_decisions_are_whole_sentences(name):

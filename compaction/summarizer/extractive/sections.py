@@ -12,7 +12,8 @@
 - **Files read**: files a call read without changing them (an editor's ``view``,
   ``cat``/``grep``/``sed -n``...);
 - **Other paths**: other paths and URLs the agent wrote or a call named, then those
-  only seen in tool output. A path that only the instructions name (never a call, a
+  only seen in tool output: the best ranked few one per line, the rest (a listing's
+  hundreds of names) counted by folder with a few examples. A path that only the instructions name (never a call, a
   result or the agent) is left out, and so is a placeholder such as
   ``/path/to/working/dir`` or ``filename.py`` that no call read or changed;
 - **Commands and outcomes**: tool calls with their key argument and what came back
@@ -101,6 +102,13 @@ TASK_WORDS = 60          # the task as first stated, when the context does not k
 TASK_POINTER = "Task: stated in the user's first message, kept verbatim right after this summary."
 # The next step when nothing more precise is known than the task itself.
 OPEN_TASK = "Open request: the task above, not reported done yet."
+# Paths only seen in tool output kept one per line; the rest, a listing's hundreds of names
+# (``ls``, ``find``, a package manager's cache), are counted by folder instead.
+OUTPUT_PATHS_MAX = 8
+OUTPUT_FOLDERS_MAX = 3        # folders counted one per line; the others in a single count
+OUTPUT_NAMES_SHOWN = 3        # names a folder's line shows as examples
+_IN_OUTPUT = " (in output)"
+_OUTPUT_COUNT = re.compile(r" \(\d+ more (?:files?|paths) in output\b")
 _DECISION_MAX_WORDS = 45  # a longer "sentence" is a paragraph the splitter could not cut: left out
 _TASK_TAGS = re.compile(r"<(pr_description|issue|task|problem_statement|request)>(.*?)</\1>", re.S | re.I)
 _TAG = re.compile(r"</?[A-Za-z_][\w-]*>")
@@ -443,11 +451,50 @@ def _files(facts: dict[str, _PathFacts], prev: Previous) -> tuple[list[Item], li
         for i, text in enumerate(earlier[title]):
             path = text.split(" (", 1)[0]
             if path_key(path) not in fresh:
-                bucket.append(Item(text, (2.5 if title == "Files edited" else 1.5, -i), 0, key=path_key(path)))
+                tier = 2.5 if title == "Files edited" else 0.45 if _OUTPUT_COUNT.search(text) else 1.5
+                bucket.append(Item(text, (tier, -i), 0, key=path_key(path)))
+    other = _group_output_paths(other)
     for bucket in (edited, read, other):
         for pos, it in enumerate(sorted(bucket, key=lambda i: i.rank, reverse=True)):
             it.order = pos
     return edited, read, other
+
+
+def _group_output_paths(items: list[Item]) -> list[Item]:
+    """Keep the best ranked paths seen only in tool output one per line, and count the rest
+    by folder ("`src/pkg/` (14 more files in output: a.py, b.py, c.py, …)"): a summary that
+    lists every file a directory listing printed says nothing the folder does not."""
+    seen_only = [it for it in items if it.text.endswith(_IN_OUTPUT)]   # this span's, then earlier ones
+    if len(seen_only) <= OUTPUT_PATHS_MAX:
+        return items
+    ranked = sorted(seen_only, key=lambda i: i.rank, reverse=True)
+    rest = {id(it) for it in ranked[OUTPUT_PATHS_MAX - 1:]}
+    kept = [it for it in items if id(it) not in rest]
+    folders: dict[str, list[str]] = {}
+    for it in seen_only:   # in the order the session met them
+        if id(it) in rest:
+            folder, _, name = it.text.removesuffix(_IN_OUTPUT).rstrip("/").rpartition("/")
+            names = folders.setdefault(folder, [])
+            if name not in names:
+                names.append(name)
+    biggest = sorted(folders.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    for n, (folder, names) in enumerate(biggest[:OUTPUT_FOLDERS_MAX]):
+        shown = ", ".join(names[:OUTPUT_NAMES_SHOWN]) + (f", {ELLIPSIS}" if len(names) > OUTPUT_NAMES_SHOWN else "")
+        where = f"`{folder}/`" if folder else "Without a folder"
+        noun = "file" if len(names) == 1 else "files"
+        kept.append(_counted(f"{where} ({len(names)} more {noun} in output: {shown})", (0.5, len(names), -n)))
+    others = sum(len(names) for _, names in biggest[OUTPUT_FOLDERS_MAX:])
+    if others:
+        kept.append(_counted(f"Elsewhere ({others} more paths in output, in {len(biggest) - OUTPUT_FOLDERS_MAX} "
+                             f"other folders)", (0.4,)))
+    # a folder counted again now replaces the earlier summary's count of it
+    last = {it.key: n for n, it in enumerate(kept) if it.key}
+    return [it for n, it in enumerate(kept) if not it.key or last[it.key] == n]
+
+
+def _counted(text: str, rank: tuple[float, ...]) -> Item:
+    """A line counting paths, keyed as an earlier summary's copy of it is (its text up to " (")."""
+    return Item(text, rank, 0, key=path_key(text.split(" (", 1)[0]))
 
 
 # -- commands and errors -------------------------------------------------------------------------
