@@ -72,5 +72,6 @@ urlpatterns = [
     path("sessions/<int:pk>/tuning/grid/latest/", tuning_grid.latest, name="tuning-grid-latest"),
     path("grids/<int:pk>/", tuning_grid.status, name="grid"),
     path("grids/<int:pk>/cancel/", tuning_grid.cancel, name="grid-cancel"),
+    path("grids/<int:pk>/apply/", tuning_grid.apply, name="grid-apply"),
     path("tuning/continuous/<int:pk>/", continuous_tuning.evidence, name="tuning-evidence"),
 ]

@@ -7,7 +7,7 @@ from typing import Any
 from ninja import NinjaAPI
 from ninja.openapi.schema import OpenAPISchema
 
-from . import archive, errors, gateway_docs, policies, runs, search, sessions
+from . import archive, errors, gateway_docs, policies, runs, search, sessions, tuning
 from .auth import BearerKey, HeaderKey
 from .parser import JsonBodyParser
 
@@ -41,3 +41,4 @@ api.add_router("", runs.router)
 api.add_router("", archive.router)
 api.add_router("", search.router)
 api.add_router("", policies.router)
+api.add_router("", tuning.router)

@@ -10,7 +10,7 @@ from compaction.figures import ReplayFigures
 from compaction.recommend import DEFAULT_RECALL_TARGET, SweepPoint, recommend, setting_text
 
 from ..models import Session, TuningGrid
-from ..services.tuning_grids import AXES
+from ..services.tuning_grids import AXES, y_text
 from ..services.tuning_sweeps import SWEEP_KINDS
 
 #: Heatmap geometry (SVG user units): cell size and the margins that hold the axis labels.
@@ -24,12 +24,6 @@ CONTOUR_LEVELS = (0.9, 0.95)
 
 def latest_grid(session: Session) -> TuningGrid | None:
     return TuningGrid.objects.filter(session_id=session.pk).order_by("-pk").first()
-
-
-def y_text(param: str, value: float) -> str:
-    if AXES[param].unit == "messages":
-        return f"{int(value)} message{'s' if int(value) != 1 else ''}"
-    return f"{value * 100:.1f}".rstrip("0").rstrip(".") + "%"
 
 
 def x_text(kind: str, value: float) -> str:
@@ -150,7 +144,8 @@ def grid_recommendation(grid: TuningGrid, cells: list[Cell], target: float) -> d
         else:
             word = "fewer tokens" if rec.saving >= 0 else "more tokens"
         sentence += f", {abs(rec.saving) * 100:.0f}% {word} than the current pair"
-    return {"cell": y * columns + x, "x": grid.x_values[x], "y": grid.y_values[y], "sentence": sentence + "."}
+    return {"cell": y * columns + x, "x": grid.x_values[x], "y": grid.y_values[y], "sentence": sentence + ".",
+            "is_current": rec.is_current}
 
 
 def heatmap(grid: TuningGrid, target: float = DEFAULT_RECALL_TARGET) -> dict[str, Any]:

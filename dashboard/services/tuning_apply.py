@@ -1,8 +1,8 @@
-"""One click from a sweep's recommendation to a policy in use, and one click back.
+"""One click from a sweep's or a grid's recommendation to a policy in use, and one click back.
 
-Applying saves the sweep's policy with the chosen trigger setting as a stored policy named
-after both (a new version when that name exists with other settings), then makes it this
-session's policy or the project's active one. The answer carries what was in use before,
+Applying saves the sweep's policy with the chosen trigger setting (a grid's: the chosen
+cell's pair of settings) as a stored policy named after them (a new version when that name
+exists with other settings), then makes it this session's policy or the project's active one. The answer carries what was in use before,
 so undo puts exactly that back (the saved policy stays in the project's list).
 """
 from __future__ import annotations
@@ -14,9 +14,10 @@ from django.db import transaction
 from compaction.policy import Policy
 from compaction.recommend import setting_text
 
-from ..models import Session, StoredPolicy, SweepStatus, TuningSweep
+from ..models import GridStatus, Session, StoredPolicy, SweepStatus, TuningGrid, TuningSweep
 from . import Invalid
 from .policies import SaveTarget, activate_policy, save_tuned_policy, set_session_policy
+from .tuning_grids import AXES, cell_policy, y_text
 from .tuning_sweeps import with_trigger
 
 TARGETS: tuple[SaveTarget, ...] = ("session", "project")
@@ -56,6 +57,28 @@ def apply_sweep_setting(session: Session, sweep: TuningSweep, value: float, targ
     previous = session.policy if where == "session" else session.project.active_policy
     policy = with_trigger(Policy.load(sweep.policy), sweep.parameter, float(value))
     row = save_tuned_policy(session, applied_name(policy, sweep.parameter, float(value)), policy, where)
+    return Applied(row=row, target=where, previous=previous)
+
+
+@transaction.atomic
+def apply_grid_cell(session: Session, grid: TuningGrid, cell: int, target: str) -> Applied:
+    """Save ``grid``'s policy with the settings of ``cell`` (index ``y * columns + x``, as the
+    recommendation names it) and put it in use for ``session`` or its project. Raises
+    Invalid naming the problem; nothing changes then."""
+    where = _target(target)
+    if grid.project_id != session.project_id:
+        raise Invalid("apply: that grid belongs to another project")
+    if grid.status != GridStatus.DONE:
+        raise Invalid("apply: the grid has not finished")
+    cells = len(grid.x_values) * len(grid.y_values)
+    if not 0 <= cell < cells:
+        raise Invalid(f"apply: the grid has cells 0 to {cells - 1}, not {cell}")
+    session = Session.objects.select_related("policy", "project__active_policy").get(pk=session.pk)
+    previous = session.policy if where == "session" else session.project.active_policy
+    policy = cell_policy(Policy.load(grid.policy), grid, cell)
+    x, y = grid.x_values[cell % len(grid.x_values)], grid.y_values[cell // len(grid.x_values)]
+    name = f"{applied_name(policy, grid.x_param, float(x))}, {AXES[grid.y_param].short} {y_text(grid.y_param, float(y))}"
+    row = save_tuned_policy(session, name, policy, where)
     return Applied(row=row, target=where, previous=previous)
 
 

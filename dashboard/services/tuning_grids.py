@@ -89,6 +89,13 @@ AXES: dict[str, Axis] = {
 }
 
 
+def y_text(param: str, value: float) -> str:
+    """A value of the grid's second setting as the page writes it ("6 messages", "40%")."""
+    if AXES[param].unit == "messages":
+        return f"{int(value)} message{'s' if int(value) != 1 else ''}"
+    return f"{value * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
 def _spread(count: int, low: float, high: float) -> list[float]:
     return [low + i * (high - low) / (count - 1) for i in range(count)]
 

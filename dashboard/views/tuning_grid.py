@@ -1,7 +1,8 @@
 """The tuning page's two-dimensional grid: start one (policy A of the tuning form, its trigger
 against the kept tail or the clearing threshold), poll its progress, cancel it, and draw the
-finished grid as a heatmap of cost with recall contours (dashboard.selectors.tuning_grids).
-Starting and cancelling are owner actions: a grid stores rows and takes worker time."""
+finished grid as a heatmap of cost with recall contours (dashboard.selectors.tuning_grids),
+and put its recommended pair in use with one click (undone by the tuning page's undo).
+Starting, cancelling and applying are owner actions: a grid stores rows and takes worker time."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -17,7 +18,9 @@ from ..selectors.tuning import posted_policy
 from ..selectors.tuning_grids import heatmap, latest_grid
 from ..selectors.tuning_sweeps import DEFAULT_RECALL_TARGET, recall_target
 from ..services import ServiceError
+from ..services.tuning_apply import apply_grid_cell
 from ..services.tuning_grids import DEFAULT_COLUMNS, DEFAULT_ROWS, cancel_grid, request_grid
+from .tuning import APPLY_TARGETS
 
 TEMPLATE = "partials/tuning_grid.html#grid-status"
 
@@ -29,7 +32,7 @@ def _context(session: Session, grid: TuningGrid | None, can_edit: bool, raw_targ
         target, target_error = recall_target(raw_target), ""
     except ValueError as exc:
         target, target_error = DEFAULT_RECALL_TARGET, str(exc)
-    ctx: dict[str, object] = {"session": session, "grid": grid, "can_edit": can_edit,
+    ctx: dict[str, object] = {"session": session, "grid": grid, "can_edit": can_edit, "apply_targets": APPLY_TARGETS,
                               "grid_target": f"{target * 100:g}", "grid_target_error": target_error}
     if grid is not None and grid.status == "done":
         ctx["heatmap"] = heatmap(grid, target)
@@ -86,3 +89,21 @@ def cancel(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, TEMPLATE, {**_context(grid.session, grid, True, None), "grid_error": str(exc)},
                       status=400)
     return render(request, TEMPLATE, _context(grid.session, grid, True, None))
+
+
+@login_required
+@require_POST
+def apply(request: HttpRequest, pk: int) -> HttpResponse:
+    """Put one cell's pair of settings (``cell``) in use for the grid's session or its project
+    (``target``); answers what was applied, with an undo button."""
+    grid = get_object_or_404(TuningGrid.objects.select_related("session"), pk=pk)
+    check_access(request.user, grid.project_id, need="edit")
+    session = session_for(request.user, grid.session_id, need="edit")
+    ctx: dict[str, object] = {"session": session, "result_id": "grid-apply-result"}
+    try:
+        ctx["applied"] = apply_grid_cell(session, grid, int(request.POST.get("cell", "")), request.POST.get("target", ""))
+    except ValueError:
+        ctx["apply_error"] = "apply: the cell must be a number"
+    except ServiceError as exc:
+        ctx["apply_error"] = str(exc)
+    return render(request, "pages/tuning.html#apply-result", ctx)

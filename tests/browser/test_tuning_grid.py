@@ -63,6 +63,28 @@ def test_the_grid_is_a_heatmap_with_contours_and_the_recommended_pair(page, sign
     console.assert_clean()
 
 
+def test_the_recommended_pair_is_applied_in_one_click_and_undone(page, signed_in, console, gridded):
+    """At a recall target of 0 the cheapest cell is recommended (not the session's own pair,
+    which compacts less); applying it puts a stored policy named after the pair in use for
+    the session, and undo in the same block gives the session back to its project."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    open_grid(page, signed_in, gridded)
+    page.get_by_test_id("grid-recall-target").fill("0")
+    page.get_by_test_id("grid-recall-target").dispatch_event("change")
+    page.wait_for_function("() => document.querySelector('[data-testid=grid-recommendation]').innerText.includes('≥ 0%')")
+    page.get_by_test_id("grid-apply-session").click()
+    applied = page.locator("#grid-apply-result [data-testid=applied]")
+    applied.wait_for()
+    assert "Now in use for this session" in applied.inner_text() and "kept tail" in applied.inner_text()
+    gridded.refresh_from_db()
+    assert gridded.policy is not None and gridded.policy.name in applied.inner_text()
+    page.locator("#grid-apply-result [data-testid=undo]").click()
+    page.locator("#grid-apply-result [data-testid=undone]").wait_for()
+    gridded.refresh_from_db()
+    assert gridded.policy is None
+    console.assert_clean()
+
+
 def test_the_grid_scrolls_inside_its_box_on_a_phone(page, signed_in, console, gridded):
     page.set_viewport_size(PHONE)
     open_grid(page, signed_in, gridded)

@@ -84,6 +84,7 @@ ROUTES: dict[str, Route] = {
     "tuning-grid-latest": Route("GET", "session", "view"),
     "grid": Route("GET", "grid", "view"),
     "grid-cancel": Route("POST", "grid", "edit"),
+    "grid-apply": Route("POST", "grid", "edit", data=(("cell", "0"), ("target", "project"))),
     "tuning-evidence": Route("GET", "tuning", "view"),
 }
 SCOPED = sorted(name for name, r in ROUTES.items() if r.target)

@@ -119,3 +119,51 @@ def test_the_tuning_page_has_the_grid_form_and_loads_the_latest_grid(web, grown)
     assert 'data-testid="grid-start"' in html and reverse("pages:tuning-grid-latest", args=[grown.pk]) in html
     empty = web.get(reverse("pages:tuning-grid-latest", args=[grown.pk])).content.decode()
     assert 'id="grid-status"' in empty and 'data-testid="grid-heatmap"' not in empty
+
+
+def test_the_recommended_pair_is_put_in_use_in_one_click_and_undone(web, grown, django_capture_on_commit_callbacks):
+    """The recommendation's buttons post its cell; the session then runs on a stored policy
+    with exactly that cell's pair of settings, named after it, and undo puts back what the
+    session followed before (its project's policy)."""
+    start(web, grown, django_capture_on_commit_callbacks)
+    grid = TuningGrid.objects.get(session=grown)
+    page = web.get(reverse("pages:tuning-grid-latest", args=[grown.pk]) + "?recall_target=0").content.decode()
+    cell = int(re.search(r'name="cell" value="(\d+)"', page).group(1))
+    assert 'data-testid="grid-apply-session"' in page and 'data-testid="grid-apply-project"' in page
+    r = web.post(reverse("pages:grid-apply", args=[grid.pk]), {"cell": str(cell), "target": "session"},
+                 HTTP_HX_REQUEST="true")
+    html = unescape(r.content.decode())
+    assert r.status_code == 200 and 'data-testid="applied"' in html, html
+    grown.refresh_from_db()
+    x, y = grid.x_values[cell % 3], grid.y_values[cell // 3]
+    assert grown.policy is not None and f"trigger {int(x):,} tokens" in grown.policy.name
+    assert f"kept tail {int(y)} message" in grown.policy.name and grown.policy.name in html
+    stored = Policy.load(grown.policy.data)
+    expected = cell_policy(Policy.load(grid.policy), grid, cell)
+    assert stored.trigger == expected.trigger and stored.cut.keep_messages == int(y)
+    assert 'hx-target="#grid-apply-result"' in html  # the undo answers in the grid's block
+    undo = web.post(reverse("pages:tuning-undo", args=[grown.pk]), {"target": "session", "previous": ""},
+                    HTTP_HX_REQUEST="true")
+    assert 'data-testid="undone"' in undo.content.decode()
+    grown.refresh_from_db()
+    assert grown.policy is None
+
+
+def test_applying_a_cell_that_does_not_exist_or_an_unfinished_grid_changes_nothing(web, grown,
+                                                                                    django_capture_on_commit_callbacks):
+    start(web, grown, django_capture_on_commit_callbacks)
+    grid = TuningGrid.objects.get(session=grown)
+    active = grown.project.active_policy_id
+    for data, reason in (({"cell": "6", "target": "session"}, "the grid has cells 0 to 5, not 6"),
+                         ({"cell": "-1", "target": "session"}, "the grid has cells 0 to 5, not -1"),
+                         ({"cell": "two", "target": "session"}, "the cell must be a number"),
+                         ({"cell": "1", "target": "everyone"}, "unknown target 'everyone'")):
+        r = web.post(reverse("pages:grid-apply", args=[grid.pk]), data, HTTP_HX_REQUEST="true")
+        assert reason in unescape(r.content.decode()), (data, r.content)
+    queued = request_grid(grown, Policy.load(factories.TEST_POLICY), x_param="tokens", y_param="keep_messages",
+                          columns=2, rows=2, scope="session")
+    r = web.post(reverse("pages:grid-apply", args=[queued.pk]), {"cell": "0", "target": "project"},
+                 HTTP_HX_REQUEST="true")
+    assert "the grid has not finished" in r.content.decode()
+    grown.refresh_from_db()
+    assert grown.policy is None and grown.project.active_policy_id == active
