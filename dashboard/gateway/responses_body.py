@@ -15,6 +15,10 @@ Responses field            chat completions / the gateway
 ``temperature``, ``top_p``   the same
 ``text.format``            ``response_format`` (text, json_object, json_schema)
 ``reasoning.effort``       ``reasoning_effort``
+``reasoning.summary``,     refused when translated (chat completions has no reasoning
+``text.verbosity``,        summary, verbosity or output logprobs); forwarded as sent to an
+``top_logprobs``,          upstream that serves Responses itself (pass-through)
+logprob/image ``include``
 ``metadata``, ``user``       the session's identity and metadata, as on chat completions
 ``previous_response_id``   the kept response's history, then this input
 ``context_management``     compaction entries: the policy's trigger for this request
@@ -42,10 +46,17 @@ IGNORED = frozenset({"prompt_cache_key", "prompt_cache_retention", "prompt_cache
 KNOWN = IGNORED | {
     "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
     "temperature", "top_p", "metadata", "user", "store", "previous_response_id", "truncation", "stream",
-    "stream_options", "context_management", "include", "text", "reasoning",
+    "stream_options", "context_management", "include", "text", "reasoning", "top_logprobs",
 }
 # Include values with nothing to add here (no reasoning item is ever produced).
 INCLUDES = frozenset({"reasoning.encrypted_content"})
+# What only an upstream serving Responses itself can answer: accepted in pass-through, where the
+# client's fields go as sent, and refused naming the field when the call is translated to chat.
+PASSTHROUGH_INCLUDES = frozenset({"message.output_text.logprobs", "message.input_image.image_url"})
+PASSTHROUGH_TEXT = frozenset({"verbosity"})
+PASSTHROUGH_REASONING = frozenset({"summary", "generate_summary"})
+_TRANSLATED = "when this gateway translates to chat completions; an upstream the operator passes Responses " \
+              "requests through to (GATEWAY_RESPONSES_PASSTHROUGH) receives it"
 
 
 @dataclass
@@ -71,6 +82,13 @@ class ResponsesRequest:
     # parsed with a hint the input matched: its first items left undecoded (``input`` holds
     # the items after them; ``whole_input`` decodes all)
     skipped: Skipped | None = None
+    # refusals that hold only when the call is translated (``check_translatable``)
+    passthrough_only: list[GatewayError] = field(default_factory=list)
+
+    def check_translatable(self) -> None:
+        """Raise the first field only a pass-through upstream can answer (the call is translated)."""
+        if self.passthrough_only:
+            raise self.passthrough_only[0]
 
     def whole_input(self) -> Any:
         """The whole ``input``, decoding the skipped items if any were."""
@@ -153,15 +171,17 @@ def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> Any:
                       f"{{\"type\": \"function\", \"name\": ...}} are)", param="tool_choice")
 
 
-def _text(value: Any) -> dict[str, Any] | None:
+def _text(value: Any, deferred: list[GatewayError]) -> dict[str, Any] | None:
     """``text`` as chat's ``response_format`` (None for plain text)."""
     if value is None:
         return None
     if not isinstance(value, dict):
         raise bad_request("text: give an object with a 'format'", param="text")
-    unknown = sorted(set(value) - {"format"})
+    unknown = sorted(set(value) - {"format"} - PASSTHROUGH_TEXT)
     if unknown:
         raise bad_request(f"text.{unknown[0]}: not served by this gateway (text.format is)", param=f"text.{unknown[0]}")
+    for name in sorted(set(value) & PASSTHROUGH_TEXT):
+        deferred.append(bad_request(f"text.{name}: not served {_TRANSLATED}", param=f"text.{name}"))
     fmt = value.get("format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if fmt is None or kind == "text":
@@ -175,15 +195,18 @@ def _text(value: Any) -> dict[str, Any] | None:
                       "with name and schema", param="text.format")
 
 
-def _reasoning(value: Any) -> str | None:
+def _reasoning(value: Any, deferred: list[GatewayError]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, dict):
         raise bad_request("reasoning: give an object", param="reasoning")
     unknown = sorted(k for k, v in value.items() if k != "effort" and v is not None)
-    if unknown:
-        raise bad_request(f"reasoning.{unknown[0]}: not served by this gateway (no reasoning summary is produced; "
-                          f"reasoning.effort is forwarded)", param=f"reasoning.{unknown[0]}")
+    for name in unknown:
+        if name not in PASSTHROUGH_REASONING:
+            raise bad_request(f"reasoning.{name}: not served by this gateway (reasoning.effort is forwarded)",
+                              param=f"reasoning.{name}")
+        deferred.append(bad_request(f"reasoning.{name}: not served {_TRANSLATED} (no reasoning summary is produced "
+                                    f"here; reasoning.effort is forwarded)", param=f"reasoning.{name}"))
     effort = value.get("effort")
     if effort is not None and not isinstance(effort, str):
         raise bad_request("reasoning.effort: give a string such as 'low'", param="reasoning.effort")
@@ -216,13 +239,15 @@ def _context_management(value: Any) -> tuple[bool, int | None]:
     return found, threshold
 
 
-def _include(value: Any) -> None:
+def _include(value: Any, deferred: list[GatewayError]) -> None:
     if value is None:
         return
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise bad_request("include: give a list of strings", param="include")
     for i, name in enumerate(value):
-        if name not in INCLUDES:
+        if name in PASSTHROUGH_INCLUDES:
+            deferred.append(bad_request(f"include[{i}]: {name!r} is not served {_TRANSLATED}", param=f"include[{i}]"))
+        elif name not in INCLUDES:
             raise bad_request(f"include[{i}]: {name!r} is not served by this gateway", param=f"include[{i}]")
 
 
@@ -249,6 +274,7 @@ def parse(data: bytes, hint: Hint | None = None) -> ResponsesRequest:
         raise bad_request("stream_options: an object with include_obfuscation only, with stream: true",
                           param="stream_options")
     tools = _tools(body.get("tools"))
+    deferred: list[GatewayError] = []
     params: dict[str, Any] = {}
     choice = _tool_choice(body.get("tool_choice"), tools)
     if choice is not None:
@@ -265,13 +291,18 @@ def parse(data: bytes, hint: Hint | None = None) -> ResponsesRequest:
         value = _number(body, name, 0.0, high)
         if value is not None:
             params[name] = value
-    response_format = _text(body.get("text"))
+    response_format = _text(body.get("text"), deferred)
     if response_format is not None:
         params["response_format"] = response_format
-    effort = _reasoning(body.get("reasoning"))
+    effort = _reasoning(body.get("reasoning"), deferred)
     if effort is not None:
         params["reasoning_effort"] = effort
-    _include(body.get("include"))
+    _include(body.get("include"), deferred)
+    top_logprobs = body.get("top_logprobs")
+    if top_logprobs is not None:
+        if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 0 <= top_logprobs <= 20:
+            raise bad_request("top_logprobs: give a whole number from 0 to 20", param="top_logprobs")
+        deferred.append(bad_request(f"top_logprobs: not served {_TRANSLATED}", param="top_logprobs"))
     metadata = body.get("metadata") or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise bad_request("metadata: an object of string values", param="metadata")
@@ -296,4 +327,5 @@ def parse(data: bytes, hint: Hint | None = None) -> ResponsesRequest:
                             tools=tools, params=params, metadata=metadata, user=user, previous_response_id=previous,
                             compaction=compaction, compact_threshold=threshold, echo=echo,
                             fields={k: v for k, v in body.items() if k != "input"},
-                            raw=raw if isinstance(body.get("input"), list) else None, skipped=skipped)
+                            raw=raw if isinstance(body.get("input"), list) else None, skipped=skipped,
+                            passthrough_only=deferred)

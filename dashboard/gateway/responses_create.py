@@ -26,7 +26,7 @@ from typing import Any
 from ..models import Project
 from ..services.gateway_responses import keep_response, new_response_id
 from ..services.policies import project_policy
-from . import chat, responses_input
+from . import chat, responses_input, upstream
 from . import responses_passthrough as passthrough
 from . import responses_wire as wire
 from .body import ChatBody
@@ -112,6 +112,8 @@ def answer(project: Project, req: ResponsesRequest, session_header: str | None,
     ``started``: when the view began (the call's overhead counts from there: reading the
     items and putting the history together is work of this endpoint)."""
     started = started if started is not None else time.perf_counter()
+    if req.passthrough_only and not upstream.resolve(req.model).responses:
+        req.check_translatable()  # before anything is stored
     converted = _converted(project, req, session_header)
     overrides = None
     if req.compact_threshold is not None:

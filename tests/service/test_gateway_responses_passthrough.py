@@ -206,6 +206,31 @@ def test_hosted_tools_are_refused_naming_them_as_on_the_translated_path(passthro
     assert translated.value.body == error
 
 
+def test_fields_only_a_responses_upstream_answers_are_passed_through_and_refused_when_translated(
+        passthrough, project, llm_server, settings):
+    """Reasoning summaries, verbosity and output logprobs have no chat-completions form: a
+    pass-through upstream gets them as the client sent them; translated, the request is
+    refused naming the field before anything is sent or stored."""
+    oai = sdk(passthrough, project.test_key)
+    asked = {"reasoning": {"effort": "low", "summary": "auto"}, "text": {"verbosity": "low"},
+             "include": ["message.output_text.logprobs"], "top_logprobs": 2}
+    llm_server.script(ok("Done."))
+    answer = oai.responses.create(model="gpt-4o", input="Say done.", **asked)
+    assert answer.output_text == "Done."
+    sent = llm_server.requests[0]
+    assert sent.path == "/v1/responses" and {k: sent.json.get(k) for k in asked} == asked
+
+    settings.GATEWAY_RESPONSES_PASSTHROUGH = frozenset()
+    before = (GatewayCall.objects.count(), StoredMessage.objects.count())
+    for field, value in asked.items():
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.responses.create(model="gpt-4o", input="Say done again.", **{field: value})
+        body = refused.value.body
+        assert body["param"].startswith(field) and "GATEWAY_RESPONSES_PASSTHROUGH" in body["message"], body
+    assert len(llm_server.requests) == 1
+    assert (GatewayCall.objects.count(), StoredMessage.objects.count()) == before
+
+
 REASONED = {"type": "reasoning", "id": "rs_up_1", "summary": [], "encrypted_content": "gAAAA-made-upstream"}
 CLIENTS = {"type": "reasoning", "id": "rs_client_1", "summary": [{"type": "summary_text", "text": "Read it first."}],
            "encrypted_content": "gAAAA-from-the-client"}

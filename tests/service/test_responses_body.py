@@ -66,9 +66,11 @@ def test_context_management_makes_the_threshold_the_trigger():
     ({"tools": [dict(FN, cache=True)]}, "tools[0].cache", "not a field"),
     ({"tools": [FN], "tool_choice": {"type": "function", "name": "other"}}, "tool_choice.name", "'other'"),
     ({"tool_choice": {"type": "allowed_tools"}}, "tool_choice", "allowed_tools"),
-    ({"text": {"verbosity": "low"}}, "text.verbosity", "verbosity"),
     ({"text": {"format": {"type": "json_schema"}}}, "text.format", "name and schema"),
-    ({"reasoning": {"effort": "low", "summary": "auto"}}, "reasoning.summary", "no reasoning summary"),
+    ({"text": {"colour": "blue"}}, "text.colour", "not served by this gateway"),
+    ({"reasoning": {"effort": "low", "budget": 9}}, "reasoning.budget", "not served by this gateway"),
+    ({"top_logprobs": 21}, "top_logprobs", "0 to 20"),
+    ({"include": ["file_search_call.results"]}, "include[0]", "'file_search_call.results'"),
     ({"max_output_tokens": 0}, "max_output_tokens", "at least 1"),
     ({"max_output_tokens": True}, "max_output_tokens", "whole number"),
     ({"temperature": 3}, "temperature", "0 to 2"),
@@ -79,7 +81,6 @@ def test_context_management_makes_the_threshold_the_trigger():
     ({"user": 7}, "user", "string"),
     ({"store": "no"}, "store", "true or false"),
     ({"truncation": "middle"}, "truncation", "'auto' or 'disabled'"),
-    ({"include": ["message.output_text.logprobs"]}, "include[0]", "logprobs"),
     ({"previous_response_id": ""}, "previous_response_id", "response id"),
     ({"context_management": {"type": "compaction"}}, "context_management", "list"),
     ({"context_management": [{"type": "compaction", "compact_threshold": 10, "keep": 2}]},
@@ -93,6 +94,24 @@ def test_a_bad_field_is_a_400_naming_it(fields, param, words):
         _parse(**fields)
     assert bad.value.status == 400 and bad.value.param == param
     assert words in bad.value.message
+
+
+@pytest.mark.parametrize(("fields", "param", "words"), [
+    ({"text": {"format": {"type": "text"}, "verbosity": "low"}}, "text.verbosity", "text.verbosity: not served when"),
+    ({"reasoning": {"effort": "low", "summary": "auto"}}, "reasoning.summary", "no reasoning summary is produced here"),
+    ({"include": ["reasoning.encrypted_content", "message.output_text.logprobs"]}, "include[1]", "logprobs"),
+    ({"top_logprobs": 3}, "top_logprobs", "top_logprobs: not served when"),
+])
+def test_a_field_only_a_responses_upstream_answers_is_refused_only_when_translated(fields, param, words):
+    """Read without a refusal (a pass-through upstream gets the client's fields as sent); the
+    refusal comes when the call is translated to chat completions, naming the field and the
+    setting that would pass it through."""
+    req = _parse(**fields)
+    with pytest.raises(GatewayError) as bad:
+        req.check_translatable()
+    assert bad.value.status == 400 and bad.value.param == param
+    assert words in bad.value.message and "GATEWAY_RESPONSES_PASSTHROUGH" in bad.value.message
+    _parse().check_translatable()  # nothing of the kind: nothing to refuse
 
 
 def test_input_or_a_previous_response_is_required():
