@@ -72,7 +72,12 @@ def summary_text(inp: FinalizeInput, user_messages: list[Message] | None = None)
         lines.append(t["summary_extractive"])
     if inp.policy.finalize.archive_hint and inp.archive_ref:
         refs = inp.covered_refs or (inp.archive_ref,)
-        if len(refs) > 1:
+        cap = inp.policy.finalize.archive_refs_max
+        if cap is not None and len(refs) > cap:
+            latest = refs[len(refs) - (cap - 1):]
+            lines.append(t["summary_archive_some"].format(count=len(refs), first=refs[0], latest=", ".join(latest),
+                                                          hidden=len(refs) - cap))
+        elif len(refs) > 1:
             lines.append(t["summary_archive_many"].format(archive_refs=", ".join(refs), count=len(refs),
                                                           archive_ref=refs[-1]))
         else:

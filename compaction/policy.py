@@ -146,6 +146,7 @@ class FinalizePolicy(_Strict):
     preserve_user_max_messages: int = Field(4, ge=0, description="At most this many user messages are re-inserted (the most recent ones), so a chat of many short turns still shrinks.")
     skills: SkillsPolicy = Field(default_factory=SkillsPolicy)
     archive_hint: bool = Field(True, description="Name the archive entry in the summary so the agent can recover originals.")
+    archive_refs_max: int | None = Field(8, ge=2, description="A rolling summary stands for every entry its predecessors archived; it names at most this many (the oldest, then the latest), counts the others and points to session_search for them, so a long session's summary does not grow by a handle at every compaction (43 handles took about 500 tokens of an 8k window). None names every one.")
     language: str = Field("en", description="Language of the texts the engine writes into a context.")
 
 

@@ -340,10 +340,10 @@ _HANDLE_SHAPE = "ar_" + "0" * 16
 
 def summary_frame(run: RunContext, span: list[Message]) -> int:
     """Tokens the default finalizer writes around a summary of ``span``: its opening and
-    closing lines, the handles of every archive entry it covers (a rolling summary names all
-    of them, so the frame grows by one handle a compaction; after twenty it is a few hundred
-    tokens, which a fixed allowance missed and a compaction then freed less than it
-    expected) and the acknowledgement."""
+    closing lines, the handles of the archive entries it covers (a rolling summary names
+    them up to ``finalize.archive_refs_max``, so the frame grows by one handle a compaction
+    until then; twenty took a few hundred tokens, which a fixed allowance missed and a
+    compaction then freed less than it expected) and the acknowledgement."""
     policy = run.policy
     previous = [m for m in span if m.provenance is Provenance.SUMMARY]
     refs = covered_entries(previous, _HANDLE_SHAPE)

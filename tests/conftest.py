@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.db import connection
 from django.test.utils import override_settings
 
 from tests.support import passwords, schedule
@@ -42,3 +43,17 @@ def _quick_password_hashing():
     """Users' passwords hash with few iterations (tests/support/passwords.py)."""
     with override_settings(PASSWORD_HASHERS=passwords.HASHERS):
         yield
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test databases, with one thing more at the end on PostgreSQL: the
+    sessions still open on this worker's test database (threads of live test servers, the
+    pool connections of worker processes a drill killed) are closed before it is dropped,
+    which otherwise failed with "being accessed by other users" and left the database behind."""
+    yield
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")

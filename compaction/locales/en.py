@@ -22,6 +22,9 @@ TEXTS = {
     "summary_archive_many": ("The original messages are archived as {count} entries, oldest first: {archive_refs}; "
                              "call session_load(handle=...) with one of them to read those messages again, or "
                              "session_search(query=...) to find a detail."),
+    "summary_archive_some": ("The original messages are archived as {count} entries: the oldest is {first}, the latest "
+                             "{latest} ({hidden} more in between, which session_search(query=...) finds); call "
+                             "session_load(handle=...) with one of them to read those messages again."),
     "summary_extractive": "(This summary was extracted from the messages without an LLM.)",
     "summary_skills": "Skills loaded earlier (kept verbatim):",
     "summary_close": "[End of summary]",

@@ -9,6 +9,8 @@ TEXTS = {
                         "或调用 session_search(query=...) 查找细节。"),
     "summary_archive_many": ("原始消息已归档为 {count} 个条目（从旧到新）：{archive_refs}；用其中一个调用 "
                              "session_load(handle=...) 可重新读取那部分消息，或用 session_search(query=...) 查找细节。"),
+    "summary_archive_some": ("原始消息已归档为 {count} 个条目：最早的是 {first}，最新的是 {latest}（中间还有 {hidden} 个，"
+                             "可用 session_search(query=...) 找到）；用其中一个调用 session_load(handle=...) 可重新读取那部分消息。"),
     "summary_extractive": "（此摘要由程序从消息中抽取，未使用大模型。）",
     "summary_skills": "之前加载的技能（原文保留）：",
     "summary_close": "[摘要结束]",
