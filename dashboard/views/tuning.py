@@ -113,9 +113,12 @@ def _sweep_context(sweep: TuningSweep | None, raw_target: str | None = None) -> 
                               "apply_targets": APPLY_TARGETS}
     if sweep is None:
         return ctx
+    recommendation = sweep_recommendation(sweep, target)
+    choice = recommendation.choice if recommendation is not None else None
     return {**ctx, "sweep_label": sweep_label(sweep), "sweep_chart": sweep_chart(sweep),
             "sweep_rows": sweep_rows(sweep), "sweep_waiting": sweep_waiting_note(sweep),
-            "recommendation": sweep_recommendation(sweep, target)}
+            "recommendation": recommendation,
+            "sweep_apply_fields": {"sweep": sweep.pk, "value": choice.value} if choice is not None else {}}
 
 
 @login_required

@@ -35,7 +35,8 @@ def _context(session: Session, grid: TuningGrid | None, can_edit: bool, raw_targ
     ctx: dict[str, object] = {"session": session, "grid": grid, "can_edit": can_edit, "apply_targets": APPLY_TARGETS,
                               "grid_target": f"{target * 100:g}", "grid_target_error": target_error}
     if grid is not None and grid.status == "done":
-        ctx["heatmap"] = heatmap(grid, target)
+        ctx["heatmap"] = drawn = heatmap(grid, target)
+        ctx["grid_apply_fields"] = {"cell": (drawn["recommendation"] or {}).get("cell")}
     return ctx
 
 
