@@ -215,10 +215,15 @@ class ResponseCreateRequest(_Closed):
     temperature: Number | None = Field(None, ge=0, le=2)
     top_p: Number | None = Field(None, ge=0, le=1)
     text: dict[str, Any] | None = Field(None, description="text.format (text, json_object, json_schema), forwarded "
-                                                          "as response_format.")
-    reasoning: dict[str, Any] | None = Field(None, description="reasoning.effort, forwarded as reasoning_effort.")
-    include: list[Literal["reasoning.encrypted_content"]] | None = Field(
-        None, description="Accepted (no reasoning item is produced).")
+                                                          "as response_format; text.verbosity only to an upstream that "
+                                                          "serves Responses (pass-through), else a 400.")
+    reasoning: dict[str, Any] | None = Field(None, description="reasoning.effort, forwarded as reasoning_effort; "
+                                                               "reasoning.summary only in pass-through, else a 400.")
+    include: list[Literal["reasoning.encrypted_content", "message.output_text.logprobs",
+                          "message.input_image.image_url"]] | None = Field(
+        None, description="reasoning.encrypted_content accepted (no reasoning item is produced); the other two only "
+                          "in pass-through, else a 400.")
+    top_logprobs: int | None = Field(None, ge=0, le=20, description="Only in pass-through, else a 400.")
     metadata: dict[str, str] | None = Field(None, description="metadata.session_id names the session.")
     user: str | None = Field(None, description="Names the session when no X-Session-Id or metadata.session_id does.")
     store: bool | None = Field(None, description="Accepted: every conversation is kept as a session.")

@@ -23,6 +23,8 @@ BODIES = {
     ("put", "/api/project/policy"): {"policy_id": None},
     ("post", "/api/sessions/{session_id}/archive/tool-call"): {"name": "session_search",
                                                                "arguments": {"query": "module"}},
+    ("post", "/api/sessions/{session_id}/tuning/grids"): {"columns": 2, "rows": 2, "scope": "session"},
+    ("post", "/api/tuning/grids/{grid_id}/apply"): {"cell": 0, "target": "project"},
 }
 QUERIES = {"/api/sessions/{session_id}/archive/search": "?q=module"}
 
@@ -39,12 +41,13 @@ def routes() -> list[tuple[str, str]]:
 
 @pytest.fixture
 def world(api, project):
-    """Project acme with a session, a finished run, an archive entry and a policy."""
+    """Project acme with a session, a finished run, an archive entry, a policy and a tuning grid."""
     sid = api.post("/api/sessions", {"messages": chat(8), "auto_compact": False}).json()["session"]["id"]
     run_id = api.post(f"/api/sessions/{sid}/compactions", {}).json()["run_id"]
     entry = api.get(f"/api/sessions/{sid}/archive").json()["items"][0]["id"]
     pid = api.post("/api/policies", {"name": "mine", "preset": "default"}).json()["id"]
-    return {"session_id": sid, "run_id": run_id, "entry_id": entry, "policy_id": pid}
+    grid = api.post(f"/api/sessions/{sid}/tuning/grids", {"columns": 2, "rows": 2, "scope": "session"}).json()["id"]
+    return {"session_id": sid, "run_id": run_id, "entry_id": entry, "policy_id": pid, "grid_id": grid}
 
 
 def fill(path: str, ids: dict) -> str:
