@@ -39,6 +39,8 @@ CALLS: dict[str, int] = {}
 @pytest.fixture
 def api_schema(db, project, django_capture_on_commit_callbacks, settings):
     settings.GATEWAY_API_BASE = ""  # the gateway's requests are all refused: nothing is forwarded anywhere
+    # generated tuning grids run inline (eager): small ones run, larger ones get the documented 400
+    settings.TUNING_GRID_MAX_REPLAYS = 8
     # Something for the generated ids to find: a session with a finished run, archive
     # entries and a policy.
     with django_capture_on_commit_callbacks(execute=True):
