@@ -40,7 +40,7 @@ class Target:
 TARGETS: dict[str, Target] = {
     "cut": Target("compaction/cut.py", (
         "tests/engine/test_cut.py", "tests/engine/test_cut_rules.py", "tests/engine/test_landing_target.py",
-        "tests/engine/test_overflow_guard.py")),
+        "tests/engine/test_overflow_guard.py", "tests/engine/test_latest_round.py")),
     # the selector's own tests (seconds) and a slice of the page routes: the whole route table
     # (tests/pages/test_access_control.py) takes 12 minutes per mutant on the shared machine
     "access": Target("dashboard/selectors/access.py", (
