@@ -190,3 +190,59 @@ def test_eino_still_summarizes_the_whole_history_as_its_seed_does():
     out = Compactor(policy).compact(raws)
     assert isinstance(out, Outcome) and out.summarized
     assert not any(m.get("role") == "tool" for m in out.context)
+
+
+# -- the reasons and notes a plan gives, word for word (a mutation run found them unchecked) ---------
+
+def _plan(raws, keep_from=None, **cut):
+    msgs, toks = counted(raws)
+    return plan_cut(msgs, toks, CutPolicy(**cut), window=100_000, keep_from=keep_from)
+
+
+def test_a_cut_the_latest_round_alone_would_allow_is_refused_with_that_reason():
+    """Only a cut after the latest round would evict enough: the reason names the rule."""
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "a2"}]
+    plan = _plan(raws, keep_from=4, keep_messages=0, keep_fraction=0.0, user_turn="ignore", min_evicted_messages=4)
+    assert isinstance(plan, NoCut)
+    assert plan.reason == ("nothing before the latest round can be summarized, and the latest round stays verbatim "
+                           "(cut.keep_latest_round)")
+
+
+def test_require_without_a_user_turn_to_start_at_says_so_even_with_the_latest_round_kept():
+    """user_turn=require and no user turn a tail could start at: that is the reason, whatever
+    the latest round allows (a safe boundary that is no user turn does not count)."""
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            *tool_round("c1", "out"), *tool_round("c2", "out")]
+    msgs, _ = counted(raws)
+    plan = _plan(raws, keep_from=latest_round_start(msgs), keep_messages=1, user_turn="require")
+    assert isinstance(plan, NoCut)
+    assert plan.reason == ("no user turn can start the kept tail without splitting a tool call from its results "
+                           "(policy cut.user_turn=require)")
+
+
+LONG_TURN = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+             {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"},
+             *tool_round("c1", "out"), *tool_round("c2", "out"), *tool_round("c3", "out")]
+
+
+def test_require_keeps_a_last_turn_longer_than_the_bounds_whole_and_says_so():
+    plan = _plan(LONG_TURN, keep_messages=2, user_turn="require", search="forward")
+    assert plan.tail_start == 3 and plan.target == len(LONG_TURN) - 2
+    assert plan.notes == ["the last turn is longer than the tail bounds; kept it whole so the tail starts at its "
+                          "user message (cut.user_turn=require)"]
+
+
+def test_searching_backward_a_longer_tail_is_explained_by_the_tool_groups_not_the_user_turn():
+    plan = _plan(LONG_TURN, keep_messages=1, user_turn="require", search="backward")
+    assert plan.tail_start == 3
+    assert plan.notes == ["kept more than the tail bounds allow so that no tool call is separated from its results"]
+
+
+def test_a_tail_that_starts_at_its_target_user_turn_needs_no_note():
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "a2"}]
+    plan = _plan(raws, keep_messages=2, user_turn="require", search="forward")
+    assert (plan.tail_start, plan.target, plan.notes) == (3, 3, [])
