@@ -246,3 +246,35 @@ def test_a_tail_that_starts_at_its_target_user_turn_needs_no_note():
             {"role": "assistant", "content": "a2"}]
     plan = _plan(raws, keep_messages=2, user_turn="require", search="forward")
     assert (plan.tail_start, plan.target, plan.notes) == (3, 3, [])
+
+
+def test_the_latest_round_can_be_the_first_message_after_the_head():
+    msgs, _ = counted([{"role": "system", "content": "s"}, {"role": "user", "content": "the task"}])
+    assert latest_round_start(msgs) == 1
+
+
+def test_a_system_note_after_the_last_turn_does_not_start_the_latest_round():
+    """Agents inject system notes mid-conversation; the round is the last user or assistant turn."""
+    msgs, _ = counted([{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                       {"role": "assistant", "content": "a"}, {"role": "system", "content": "note: 3 files changed"}])
+    assert latest_round_start(msgs) == 2
+
+
+def test_bounds_that_already_keep_the_latest_round_add_no_note():
+    """The tail bounds' target is the latest round itself: rule 6 moved nothing, so the plan
+    does not claim it did."""
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, *tool_round("c1", "out")]
+    msgs, toks = counted(raws)
+    keep_from = latest_round_start(msgs)
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=2, user_turn="ignore"), window=100_000, keep_from=keep_from)
+    assert (plan.target, plan.tail_start, plan.notes) == (keep_from, keep_from, [])
+
+
+def test_a_pinned_call_at_the_end_keeps_its_result_when_everything_else_is_evicted():
+    raws = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"}, *tool_round("c1", "result of the pinned call")]
+    msgs, toks = counted(raws)
+    msgs[3].meta["pinned"] = True
+    plan = plan_cut(msgs, toks, CutPolicy(keep_messages=0, keep_fraction=0.0, user_turn="ignore"), window=100_000)
+    assert plan.tail_start == len(msgs) and plan.pinned == [3, 4] and plan.evicted == [1, 2]
