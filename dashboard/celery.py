@@ -17,8 +17,10 @@ from celery import Celery, signals
 from django.conf import settings
 
 from .brokers import install as install_safe_filesystem_broker
+from .pool_lock import install as install_kill_safe_pool
 
 install_safe_filesystem_broker()
+install_kill_safe_pool()  # a pool process killed while idle no longer hangs the worker (pool_lock.py)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 app = Celery("dashboard")
