@@ -98,8 +98,8 @@ def apply(request: HttpRequest, pk: int) -> HttpResponse:
     """Put one cell's pair of settings (``cell``) in use for the grid's session or its project
     (``target``); answers what was applied, with an undo button."""
     grid = get_object_or_404(TuningGrid.objects.select_related("session"), pk=pk)
-    check_access(request.user, grid.project_id, need="edit")
-    session = session_for(request.user, grid.session_id, need="edit")
+    check_access(request.user, grid.project_id, need="edit")  # the grid's session is in the same project
+    session = grid.session
     ctx: dict[str, object] = {"session": session, "result_id": "grid-apply-result"}
     try:
         ctx["applied"] = apply_grid_cell(session, grid, int(request.POST.get("cell", "")), request.POST.get("target", ""))
